@@ -79,8 +79,20 @@ $(SHIM_SO): $(wildcard native/shim/*.cpp native/shim/*.h) $(NATIVE_WHEEL)/.stamp
 	  $(filter %.cpp,$^) -L$(NATIVE_WHEEL)/mlx/lib -lmlx -Wl,-rpath,'$$ORIGIN' -Wl,--no-undefined
 	mv $@.tmp $@
 
-native native-install pack:
-	@echo "native pack targets: not yet"
+# native/mkpack does the rest (the pack version is native.PackVersion, in Go only):
+# `make native` assembles $(NATIVE_OUT)/pack/$(NATIVE_VARIANT)/ and the reproducible tarball
+# $(NATIVE_OUT)/mlxgo-native-<pack version>-$(NATIVE_VARIANT).tar.gz; `make pack` prints its
+# sha256 and size and bakes them into native/release_digests.go (commit that with a release);
+# `make native-install` installs it into the user cache through native.Install, the same
+# verified path a download takes.
+MKPACK     := $(GO) run ./native/mkpack
+NATIVE_OUT := $(CACHE)/native
+native: $(SHIM_SO)
+	$(MKPACK) build -variant $(NATIVE_VARIANT) -wheel $(NATIVE_WHEEL) -shim $(SHIM_SO) -out $(NATIVE_OUT)
+pack: native
+	$(MKPACK) bake -variant $(NATIVE_VARIANT) -out $(NATIVE_OUT)
+native-install: native
+	$(MKPACK) install -variant $(NATIVE_VARIANT) -out $(NATIVE_OUT)
 
 # ---- Tests ----
 vet:
