@@ -1,0 +1,252 @@
+"""Build tiny random-weight models with mlx-lm (fixed seed) for the L1 oracle.
+
+Each model is an HF-style MLX model directory (config.json, model.safetensors,
+model.safetensors.index.json) written by mlx_lm.utils.save_model/save_config,
+so mlx_lm.utils.load_model reads it back exactly as it reads a real model. No
+tokenizer: tests feed token ids directly.
+
+The float32 model of each architecture is built first from a seeded
+mx.random state; every other variant is derived from that directory the way
+`mlx_lm.convert` derives it (load_model, cast floating parameters, then
+mlx_lm.utils.quantize_model), minus the tokenizer copy.
+
+    python make_tiny.py                 # tiny models -> .cache/oracle/models/
+    python make_tiny.py --big           # also the Llama-3.2-1B-shaped bench models
+    python make_tiny.py --only qwen3    # one architecture
+"""
+
+import argparse
+import copy
+import shutil
+import sys
+from pathlib import Path
+
+import mlx.core as mx
+import mlx.nn as nn
+from mlx.utils import tree_flatten, tree_map_with_path, tree_unflatten
+from mlx_lm.convert import mixed_quant_predicate_builder
+from mlx_lm.utils import _get_classes, load_model, quantize_model, save_config, save_model
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from oracle_common import fingerprint_dir, oracle_dir, versions, write_json  # noqa: E402
+
+SEED = 20261130
+
+_BASE = dict(
+    hidden_size=64,
+    intermediate_size=128,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    num_hidden_layers=2,
+    rms_norm_eps=1e-5,
+    vocab_size=512,
+    max_position_embeddings=2048,
+)
+
+# Architectures and the feature each one is here to exercise. head_dim 64 where
+# the kv-bits cases run: mlx-lm quantizes K/V along head_dim in groups of 64.
+ARCHS = {
+    # plain llama: untied lm_head, default RoPE, head_dim = hidden/heads = 16
+    "llama": dict(_BASE, model_type="llama", rope_theta=10000.0, tie_word_embeddings=False),
+    # Llama-3.x rope scaling (llama3 rope_type), explicit head_dim 64 != hidden/heads
+    "llama_rope3": dict(
+        _BASE,
+        model_type="llama",
+        head_dim=64,
+        rope_theta=500000.0,
+        rope_scaling=dict(
+            rope_type="llama3",
+            factor=32.0,
+            low_freq_factor=1.0,
+            high_freq_factor=4.0,
+            original_max_position_embeddings=8192,
+        ),
+        tie_word_embeddings=False,
+    ),
+    # tied embeddings (SmolLM2 / Llama-3.2 style): no lm_head.weight in the file
+    "llama_tied": dict(_BASE, model_type="llama", num_hidden_layers=3, rope_theta=100000.0, tie_word_embeddings=True),
+    # qwen2: q/k/v biases, untied
+    "qwen2": dict(_BASE, model_type="qwen2", rope_theta=1000000.0, tie_word_embeddings=False),
+    # qwen3: q/k RMSNorm per head, head_dim 64, tied
+    "qwen3": dict(_BASE, model_type="qwen3", head_dim=64, rope_theta=1000000.0, tie_word_embeddings=True),
+    # gemma3_text: layers 0,2 sliding (window 16, local rope base), 1,3 global with
+    # linear rope scaling; 1+weight norms, scaled embeddings, gelu_approx, tied
+    "gemma3_text": dict(
+        _BASE,
+        model_type="gemma3_text",
+        num_hidden_layers=4,
+        num_key_value_heads=1,
+        head_dim=64,
+        query_pre_attn_scalar=64,
+        rms_norm_eps=1e-6,
+        sliding_window=16,
+        sliding_window_pattern=2,
+        rope_theta=1000000.0,
+        rope_local_base_freq=10000.0,
+        rope_scaling=dict(rope_type="linear", factor=8.0),
+    ),
+}
+
+# Variants derived from <arch>-f32: (suffix, dtype, quantization or None).
+# q4 group sizes alternate so that both 32 and 64 appear.
+VARIANTS = {
+    "llama": [("bf16", "bfloat16", None), ("q4g64", "bfloat16", (64, 4))],
+    "llama_rope3": [("bf16", "bfloat16", None), ("q4g32", "bfloat16", (32, 4))],
+    "llama_tied": [("bf16", "bfloat16", None), ("q4g64", "bfloat16", (64, 4)), ("mixed36", "bfloat16", "mixed_3_6")],
+    "qwen2": [("bf16", "bfloat16", None), ("q4g32", "bfloat16", (32, 4))],
+    "qwen3": [("bf16", "bfloat16", None), ("q4g64", "bfloat16", (64, 4))],
+    "gemma3_text": [("bf16", "bfloat16", None), ("q4g64", "bfloat16", (64, 4))],
+}
+
+# Llama-3.2-1B's shape (benchmarks only; ~2.5 GB in bf16).
+LLAMA_1B = dict(
+    model_type="llama",
+    hidden_size=2048,
+    intermediate_size=8192,
+    num_attention_heads=32,
+    num_key_value_heads=8,
+    head_dim=64,
+    num_hidden_layers=16,
+    rms_norm_eps=1e-5,
+    vocab_size=128256,
+    max_position_embeddings=131072,
+    rope_theta=500000.0,
+    rope_scaling=dict(
+        rope_type="llama3",
+        factor=32.0,
+        low_freq_factor=1.0,
+        high_freq_factor=4.0,
+        original_max_position_embeddings=8192,
+    ),
+    tie_word_embeddings=True,
+)
+
+
+def randomize_extras(model: nn.Module, gemma_norms: bool) -> None:
+    """Give norm weights random values: the default all-ones (or all-zeros for
+    gemma's 1+weight form) would hide a missing or doubled norm scale."""
+
+    def perturb(path, v):
+        if path.endswith("norm.weight"):
+            noise = mx.random.normal(v.shape, dtype=mx.float32) * 0.1
+            return noise if gemma_norms else 1.0 + noise
+        return v
+
+    model.update(tree_map_with_path(perturb, model.parameters()))
+
+
+def build_f32(name: str, config: dict, out: Path, seed: int) -> None:
+    """Construct the model class mlx-lm picks for config, seeded, and save it."""
+    mx.random.seed(seed)
+    model_class, args_class = _get_classes(config)
+    model = model_class(args_class.from_dict(config))
+    randomize_extras(model, gemma_norms=config["model_type"].startswith("gemma"))
+    if config["model_type"] == "gemma3_text":
+        # Real Gemma 3 checkpoints carry no lm_head: mlx-lm ties it on load
+        # when lm_head.weight is absent (Model.sanitize).
+        model.pop("lm_head")
+    mx.eval(model.parameters())
+    save(model, dict(config, torch_dtype="float32"), out)
+
+
+def save(model: nn.Module, config: dict, out: Path) -> None:
+    if out.exists():
+        shutil.rmtree(out)
+    save_model(out, model)
+    save_config(copy.deepcopy(config), out / "config.json")
+
+
+def derive(src: Path, out: Path, dtype: str, quant) -> None:
+    """What mlx_lm.convert does to src (cast, then quantize), without a tokenizer."""
+    model, config = load_model(src, lazy=True)
+    target = getattr(mx, dtype)
+    cast_predicate = getattr(model, "cast_predicate", lambda _: True)
+
+    def set_dtype(k, v):
+        if cast_predicate(k) and mx.issubdtype(v.dtype, mx.floating):
+            return v.astype(target)
+        return v
+
+    model.update(tree_map_with_path(set_dtype, model.parameters()))
+    config["torch_dtype"] = dtype
+    if isinstance(quant, str):
+        pred = mixed_quant_predicate_builder(quant, model, 64)
+        model, config = quantize_model(model, config, 64, 4, quant_predicate=pred)
+    elif quant is not None:
+        group_size, bits = quant
+        model, config = quantize_model(model, config, group_size, bits)
+    save(model, config, out)
+
+
+def build_big(models: Path, seed: int) -> list:
+    """The Llama-3.2-1B-shaped model: built lazily in fp32 and cast before
+    evaluation, so at most one fp32 tensor is alive at a time."""
+    names = []
+    mx.random.seed(seed)
+    model_class, args_class = _get_classes(LLAMA_1B)
+    model = model_class(args_class.from_dict(LLAMA_1B))
+    randomize_extras(model, gemma_norms=False)
+    model.update(tree_map_with_path(lambda k, v: v.astype(mx.bfloat16), model.parameters()))
+    for k, v in tree_flatten(model.parameters()):
+        mx.eval(v)
+    out = models / "llama1b-bf16"
+    save(model, dict(LLAMA_1B, torch_dtype="bfloat16"), out)
+    names.append(out.name)
+    model, config = quantize_model(model, dict(LLAMA_1B, torch_dtype="bfloat16"), 64, 4)
+    out = models / "llama1b-q4g64"
+    save(model, config, out)
+    names.append(out.name)
+    return names
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", type=Path, default=oracle_dir() / "models", help="models directory")
+    ap.add_argument("--only", action="append", choices=sorted(ARCHS), help="build only these architectures")
+    ap.add_argument("--big", action="store_true", help="also build the Llama-3.2-1B-shaped bench models")
+    ap.add_argument("--big-only", action="store_true", help="build only the Llama-3.2-1B-shaped bench models")
+    ap.add_argument("--seed", type=int, default=SEED)
+    args = ap.parse_args()
+
+    mx.set_default_device(mx.cpu)
+    args.out.mkdir(parents=True, exist_ok=True)
+    index_path = args.out / "index.json"
+    index = {}
+    if index_path.exists():
+        import json
+
+        index = json.loads(index_path.read_text()).get("models", {})
+
+    built = []
+    if not args.big_only:
+        for i, name in enumerate(sorted(args.only or ARCHS)):
+            src = args.out / f"{name}-f32"
+            # Each architecture gets its own seed so that adding one never
+            # changes the weights of another.
+            build_f32(name, ARCHS[name], src, args.seed + sorted(ARCHS).index(name))
+            built.append(src.name)
+            for suffix, dtype, quant in VARIANTS[name]:
+                out = args.out / f"{name}-{suffix}"
+                derive(src, out, dtype, quant)
+                built.append(out.name)
+    if args.big or args.big_only:
+        built += build_big(args.out, args.seed + 1000)
+
+    for name in built:
+        d = args.out / name
+        import json
+
+        cfg = json.loads((d / "config.json").read_text())
+        index[name] = {
+            "model_type": cfg["model_type"],
+            "torch_dtype": cfg.get("torch_dtype"),
+            "quantization": cfg.get("quantization"),
+            "files": fingerprint_dir(d),
+        }
+        print(f"make_tiny: wrote {d}", file=sys.stderr)
+    write_json(index_path, {"seed": args.seed, "versions": versions(), "models": index})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
