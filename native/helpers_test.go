@@ -63,12 +63,12 @@ func digestOf(b []byte) Digest {
 func writeSyntheticPack(t testing.TB, dir string, edit func(*Manifest)) *Manifest {
 	t.Helper()
 	files := map[string]string{
-		"mlx/lib/libmlx.so":          "not really libmlx " + dir,
-		"mlx/lib/libmlxgo.so":        "not really the shim",
-		"mlx_cpu.libs/libblas.so.3":  strings.Repeat("blas", 100),
-		"licenses/MLX-LICENSE":       "MIT",
-		"licenses/THIRD-PARTY.txt":   "none",
-		"mlx/include/mlx/version.h":  "// header",
+		"mlx/lib/libmlx.so":           "not really libmlx " + dir,
+		"mlx/lib/libmlxgo.so":         "not really the shim",
+		"mlx_cpu.libs/libblas.so.3":   strings.Repeat("blas", 100),
+		"licenses/MLX-LICENSE":        "MIT",
+		"licenses/THIRD-PARTY.txt":    "none",
+		"mlx/include/mlx/version.h":   "// header",
 		"mlx/share/cmake/MLX/x.cmake": "# cmake",
 	}
 	for rel, content := range files {
