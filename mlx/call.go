@@ -1,0 +1,110 @@
+package mlx
+
+// call gathers an op's input handles, stopping at the first input that is
+// nil, freed or carries an error, and then makes the one shim call:
+//
+//	c := begin("add")
+//	ha, hb := c.in(a), c.in(b)
+//	return c.do(func(out *uintptr) int32 { return f(ha, hb, out) })
+type call struct {
+	op  string
+	err error
+}
+
+func begin(op string) *call {
+	c := &call{op: op}
+	if !loaded.Load() {
+		c.err = ErrNotLoaded
+	}
+	return c
+}
+
+// in is a required input.
+func (c *call) in(a *Array) uintptr {
+	if c.err != nil {
+		return 0
+	}
+	h, err := a.handle(c.op)
+	c.err = err
+	return h
+}
+
+// opt is an optional input: nil is passed as a NULL handle.
+func (c *call) opt(a *Array) uintptr {
+	if c.err != nil {
+		return 0
+	}
+	h, err := a.optHandle(c.op)
+	c.err = err
+	return h
+}
+
+// ins is a list of required inputs.
+func (c *call) ins(arrs []*Array) []uintptr {
+	hs := make([]uintptr, len(arrs))
+	for i, a := range arrs {
+		hs[i] = c.in(a)
+	}
+	return hs
+}
+
+// fail records an argument error found on the Go side.
+func (c *call) fail(format string, args ...any) {
+	if c.err == nil {
+		c.err = argError(c.op, format, args...)
+	}
+}
+
+// do makes the call unless an input failed, and wraps the result.
+func (c *call) do(f func(out *uintptr) int32) *Array {
+	if c.err != nil {
+		return errArray(c.err)
+	}
+	var out uintptr
+	if err := check(c.op, f(&out)); err != nil {
+		return errArray(err)
+	}
+	return newArray(out)
+}
+
+// many is do for ops with n results written to an array of handles.
+func (c *call) many(n int, f func(out *uintptr) int32) []*Array {
+	res := make([]*Array, n)
+	if c.err == nil && n <= 0 {
+		c.fail("no results requested")
+	}
+	if c.err == nil {
+		hs := make([]uintptr, n)
+		if err := check(c.op, f(&hs[0])); err != nil {
+			c.err = err
+		} else {
+			for i, h := range hs {
+				res[i] = newArray(h)
+			}
+			return res
+		}
+	}
+	for i := range res {
+		res[i] = errArray(c.err)
+	}
+	return res
+}
+
+// hptr is a pointer to the first handle, or nil for none.
+func hptr(hs []uintptr) *uintptr {
+	if len(hs) == 0 {
+		return nil
+	}
+	return &hs[0]
+}
+
+// allAxes spells out every axis of a, for ops whose "all axes" form the ABI
+// leaves to the caller.
+func allAxes(a *Array) []int {
+	n := a.Ndim()
+	axes := make([]int, n)
+	for i := range axes {
+		axes[i] = i
+	}
+	return axes
+}

@@ -1,0 +1,56 @@
+package mlx
+
+// RMSNorm is mx.fast.rms_norm: x / sqrt(mean(x²) + eps) * weight, with
+// weight optional (nil).
+func RMSNorm(x, weight *Array, eps float32) *Array {
+	c := begin("rms_norm")
+	hx, hw := c.in(x), c.opt(weight)
+	return c.do(func(out *uintptr) int32 { return fn.rmsNorm(hx, hw, eps, out) })
+}
+
+// LayerNorm is mx.fast.layer_norm; weight and bias may be nil.
+func LayerNorm(x, weight, bias *Array, eps float32) *Array {
+	c := begin("layer_norm")
+	hx, hw, hb := c.in(x), c.opt(weight), c.opt(bias)
+	return c.do(func(out *uintptr) int32 { return fn.layerNorm(hx, hw, hb, eps, out) })
+}
+
+// RoPE is mx.fast.rope: rotary embeddings over the first dims features of the
+// last axis, positions starting at offset. With freqs nil the frequencies
+// come from base; with freqs given (Llama 3 scaling) base is not used, as MLX
+// accepts only one of them. traditional rotates adjacent pairs rather than
+// the two halves.
+func RoPE(x *Array, dims int, traditional bool, base, scale float32, offset int, freqs *Array) *Array {
+	c := begin("rope")
+	hx, hf := c.in(x), c.opt(freqs)
+	return c.do(func(out *uintptr) int32 {
+		return fn.rope(hx, int32(dims), flag(traditional), flag(freqs == nil), base, scale, int32(offset), hf, out)
+	})
+}
+
+// RoPEDynamic is RoPE with the offset held in an array (a scalar, or one
+// offset per batch row), so the graph does not change as positions advance.
+func RoPEDynamic(x *Array, dims int, traditional bool, base, scale float32, offset, freqs *Array) *Array {
+	c := begin("rope")
+	hx, ho, hf := c.in(x), c.in(offset), c.opt(freqs)
+	return c.do(func(out *uintptr) int32 {
+		return fn.ropeDynamic(hx, int32(dims), flag(traditional), flag(freqs == nil), base, scale, ho, hf, out)
+	})
+}
+
+// Attention masks for ScaledDotProductAttention.
+const (
+	MaskNone   = ""       // no mask, or the array mask passed beside it
+	MaskCausal = "causal" // query i sees keys up to i (aligned at the end)
+)
+
+// ScaledDotProductAttention is mx.fast.scaled_dot_product_attention:
+// softmax(q·kᵀ·scale + mask)·v over [batch, heads, seq, dim] arrays, with
+// grouped-query heads handled inside. maskMode is MaskNone or MaskCausal;
+// mask is an additive or boolean array mask (with MaskNone) or nil; sinks,
+// per-head attention sink logits, may be nil.
+func ScaledDotProductAttention(q, k, v *Array, scale float32, maskMode string, mask, sinks *Array) *Array {
+	c := begin("scaled_dot_product_attention")
+	hq, hk, hv, hm, hs := c.in(q), c.in(k), c.in(v), c.opt(mask), c.opt(sinks)
+	return c.do(func(out *uintptr) int32 { return fn.sdpa(hq, hk, hv, scale, maskMode, hm, hs, out) })
+}

@@ -1,0 +1,154 @@
+// internal.h — helpers shared by the shim's .cpp files; not part of the ABI.
+//
+// Every exported function has the same shape:
+//
+//   int mlxgo_x(...) {
+//     MLXGO_BEGIN
+//     ... build results, write out pointers ...
+//     MLXGO_END
+//   }
+//
+// MLXGO_BEGIN refuses unbound threads (see mlxgo_bind_thread) and opens a try
+// block; MLXGO_END returns MLXGO_OK or turns any exception into a status and a
+// thread-local message. Argument checks throw shim::ArgError so they take the
+// same path with a distinct status.
+#pragma once
+
+#include <atomic>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+// The headers we use, not mlx/mlx.h: fewer headers keep each file's compile short.
+#include "mlx/array.h"
+#include "mlx/device.h"
+#include "mlx/fast.h"
+#include "mlx/fft.h"
+#include "mlx/memory.h"
+#include "mlx/ops.h"
+#include "mlx/random.h"
+#include "mlx/stream.h"
+#include "mlx/transforms.h"
+#include "mlx/version.h"
+#include "mlxgo.h"
+
+namespace mx = mlx::core;
+
+struct mlxgo_array_ {
+  mx::array a;
+};
+
+namespace shim {
+
+// ArgError marks misuse caught by the shim itself (NULL handles, bad codes).
+struct ArgError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+extern std::atomic<int64_t> live_arrays;
+extern thread_local bool thread_bound;
+
+int fail(int status, const char* msg);
+
+// wrap moves an array into a new handle and counts it.
+inline mlxgo_array wrap(mx::array a) {
+  auto* h = new mlxgo_array_{std::move(a)};
+  live_arrays.fetch_add(1, std::memory_order_relaxed);
+  return h;
+}
+
+// put writes a new handle to a required out pointer.
+inline void put(mlxgo_array* out, mx::array a) {
+  if (out == nullptr) throw ArgError("null out pointer");
+  *out = wrap(std::move(a));
+}
+
+inline const mx::array& arr(mlxgo_array h, const char* what = "array") {
+  if (h == nullptr) throw ArgError(std::string("null ") + what + " handle");
+  return h->a;
+}
+
+// opt maps a NULL handle to "argument absent".
+inline std::optional<mx::array> opt(mlxgo_array h) {
+  if (h == nullptr) return std::nullopt;
+  return h->a;
+}
+
+inline mx::Dtype dtype(int code) {
+  switch (code) {
+    case MLXGO_BOOL: return mx::bool_;
+    case MLXGO_UINT8: return mx::uint8;
+    case MLXGO_UINT16: return mx::uint16;
+    case MLXGO_UINT32: return mx::uint32;
+    case MLXGO_UINT64: return mx::uint64;
+    case MLXGO_INT8: return mx::int8;
+    case MLXGO_INT16: return mx::int16;
+    case MLXGO_INT32: return mx::int32;
+    case MLXGO_INT64: return mx::int64;
+    case MLXGO_FLOAT16: return mx::float16;
+    case MLXGO_FLOAT32: return mx::float32;
+    case MLXGO_FLOAT64: return mx::float64;
+    case MLXGO_BFLOAT16: return mx::bfloat16;
+    case MLXGO_COMPLEX64: return mx::complex64;
+  }
+  throw ArgError("unknown dtype code " + std::to_string(code));
+}
+
+inline mx::Device device(int type, int index) {
+  if (type != MLXGO_CPU && type != MLXGO_GPU) {
+    throw ArgError("unknown device type " + std::to_string(type));
+  }
+  return mx::Device(type == MLXGO_CPU ? mx::Device::cpu : mx::Device::gpu, index);
+}
+
+inline void check_n(const void* p, int n, const char* what) {
+  if (n < 0) throw ArgError(std::string("negative length for ") + what);
+  if (n > 0 && p == nullptr) throw ArgError(std::string("null ") + what);
+}
+
+inline mx::Shape shape(const int* p, int n, const char* what = "shape") {
+  check_n(p, n, what);
+  return mx::Shape(p, p + n);
+}
+
+inline std::vector<int> ints(const int* p, int n, const char* what = "axes") {
+  check_n(p, n, what);
+  return std::vector<int>(p, p + n);
+}
+
+inline std::vector<mx::array> arrays(const mlxgo_array* p, int n) {
+  check_n(p, n, "array list");
+  std::vector<mx::array> v;
+  v.reserve(n);
+  for (int i = 0; i < n; i++) v.push_back(arr(p[i]));
+  return v;
+}
+
+inline std::string str(const char* s) { return s == nullptr ? std::string() : std::string(s); }
+
+}  // namespace shim
+
+#define MLXGO_BEGIN                                                        \
+  if (!shim::thread_bound) {                                               \
+    return shim::fail(MLXGO_ERR_THREAD,                                    \
+                      "mlx call from a thread that is not the executor's " \
+                      "(mlxgo_bind_thread was not called on it)");         \
+  }                                                                        \
+  try {
+#define MLXGO_END                                                  \
+  return MLXGO_OK;                                                 \
+  }                                                                \
+  catch (const shim::ArgError& e) {                                \
+    return shim::fail(MLXGO_ERR_ARG, e.what());                    \
+  }                                                                \
+  catch (const std::exception& e) {                                \
+    return shim::fail(MLXGO_ERR_MLX, e.what());                    \
+  }                                                                \
+  catch (...) {                                                    \
+    return shim::fail(MLXGO_ERR_MLX, "unknown C++ exception");     \
+  }
+
+// MLXGO_ANY_THREAD_BEGIN is MLXGO_BEGIN without the thread check, for calls
+// that touch no per-thread MLX state.
+#define MLXGO_ANY_THREAD_BEGIN try {

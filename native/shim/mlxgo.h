@@ -1,0 +1,211 @@
+/*
+ * mlxgo.h — the C ABI of libmlxgo, the project's shim over MLX's C++ API.
+ *
+ * Go loads this library with purego (no cgo), so the ABI is plain C with
+ * scalar and pointer arguments only:
+ *
+ *  - Arrays are opaque handles over heap-allocated mx::array objects. Every
+ *    handle a function writes to an out pointer must be released with
+ *    mlxgo_array_free exactly once. mlxgo_live_arrays counts live handles so
+ *    tests can prove that nothing leaks.
+ *  - Every function returns an int status (MLXGO_OK on success) and writes its
+ *    results through out pointers. Every C++ exception is caught; its message
+ *    is kept in a thread-local string read by mlxgo_last_error. Nothing here
+ *    prints and nothing exits the process.
+ *  - Optional arguments are explicit: a NULL handle, or a has_x flag beside
+ *    the value. Argument lists never shift.
+ *  - Shapes and axes are (const int* ptr, int n) pairs.
+ *  - MLX keeps default streams, random state and caches per OS thread. A
+ *    thread must call mlxgo_bind_thread before it may run ops; calls from an
+ *    unbound thread fail with MLXGO_ERR_THREAD instead of silently using a
+ *    second set of per-thread state. Queries that touch no MLX state (last
+ *    error, version, live count, array info, free) work on any thread.
+ *  - Ops are recorded on the calling thread's default stream of the default
+ *    device; streams are named by (stream index, device type, device index).
+ */
+#ifndef MLXGO_H
+#define MLXGO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MLXGO_API __attribute__((visibility("default")))
+
+typedef struct mlxgo_array_* mlxgo_array;
+
+/* Status codes. */
+enum {
+  MLXGO_OK = 0,
+  MLXGO_ERR_MLX = 1,      /* MLX threw; mlxgo_last_error has its message */
+  MLXGO_ERR_ARG = 2,      /* a NULL handle, bad dtype or similar misuse */
+  MLXGO_ERR_THREAD = 3,   /* called from a thread without mlxgo_bind_thread */
+};
+
+/* Dtype codes: the order of mlx::core::Dtype::Val. */
+enum {
+  MLXGO_BOOL = 0, MLXGO_UINT8, MLXGO_UINT16, MLXGO_UINT32, MLXGO_UINT64,
+  MLXGO_INT8, MLXGO_INT16, MLXGO_INT32, MLXGO_INT64, MLXGO_FLOAT16,
+  MLXGO_FLOAT32, MLXGO_FLOAT64, MLXGO_BFLOAT16, MLXGO_COMPLEX64,
+};
+
+/* Device types: the order of mlx::core::Device::DeviceType. */
+enum { MLXGO_CPU = 0, MLXGO_GPU = 1 };
+
+/* ---- core.cpp: errors, threads, array lifecycle, host data, eval ---- */
+MLXGO_API const char* mlxgo_last_error(void);
+MLXGO_API const char* mlxgo_version(void);
+MLXGO_API int64_t mlxgo_live_arrays(void);
+MLXGO_API int mlxgo_bind_thread(void);
+MLXGO_API int mlxgo_thread_bound(void);
+
+MLXGO_API int mlxgo_array_free(mlxgo_array a);
+MLXGO_API int mlxgo_array_clone(mlxgo_array a, mlxgo_array* out);
+MLXGO_API int mlxgo_array_from_data(const void* data, size_t nbytes, const int* shape, int ndim, int dtype, mlxgo_array* out);
+MLXGO_API int mlxgo_array_from_float(float v, int dtype, mlxgo_array* out);
+MLXGO_API int mlxgo_array_from_int(int64_t v, int dtype, mlxgo_array* out);
+/* Writes dtype, ndim and up to cap dims of the shape. */
+MLXGO_API int mlxgo_array_info(mlxgo_array a, int* dtype, int* ndim, int* shape, int cap);
+/* Evaluates a and copies its elements, row-major, into dst (exactly nbytes). */
+MLXGO_API int mlxgo_array_to_host(mlxgo_array a, void* dst, size_t nbytes);
+MLXGO_API int mlxgo_eval(const mlxgo_array* arrs, int n);
+MLXGO_API int mlxgo_async_eval(const mlxgo_array* arrs, int n);
+
+/* ---- ops_shape.cpp: construction, casts and shape ops ---- */
+MLXGO_API int mlxgo_astype(mlxgo_array a, int dtype, mlxgo_array* out);
+MLXGO_API int mlxgo_view(mlxgo_array a, int dtype, mlxgo_array* out);
+MLXGO_API int mlxgo_arange(double start, double stop, double step, int dtype, mlxgo_array* out);
+MLXGO_API int mlxgo_zeros(const int* shape, int n, int dtype, mlxgo_array* out);
+MLXGO_API int mlxgo_ones(const int* shape, int n, int dtype, mlxgo_array* out);
+MLXGO_API int mlxgo_full(const int* shape, int n, mlxgo_array vals, int dtype, mlxgo_array* out);
+MLXGO_API int mlxgo_reshape(mlxgo_array a, const int* shape, int n, mlxgo_array* out);
+MLXGO_API int mlxgo_transpose(mlxgo_array a, const int* axes, int n, mlxgo_array* out);
+MLXGO_API int mlxgo_swapaxes(mlxgo_array a, int axis1, int axis2, mlxgo_array* out);
+MLXGO_API int mlxgo_expand_dims(mlxgo_array a, const int* axes, int n, mlxgo_array* out);
+MLXGO_API int mlxgo_squeeze(mlxgo_array a, const int* axes, int n, mlxgo_array* out);
+MLXGO_API int mlxgo_flatten(mlxgo_array a, int start_axis, int end_axis, mlxgo_array* out);
+MLXGO_API int mlxgo_broadcast_to(mlxgo_array a, const int* shape, int n, mlxgo_array* out);
+MLXGO_API int mlxgo_concatenate(const mlxgo_array* arrs, int n, int axis, mlxgo_array* out);
+MLXGO_API int mlxgo_stack(const mlxgo_array* arrs, int n, int axis, mlxgo_array* out);
+/* Split into num equal parts; out must have room for num handles. */
+MLXGO_API int mlxgo_split_equal(mlxgo_array a, int num, int axis, mlxgo_array* out, int cap);
+/* Split at n indices; out must have room for n+1 handles. */
+MLXGO_API int mlxgo_split_at(mlxgo_array a, const int* indices, int n, int axis, mlxgo_array* out, int cap);
+MLXGO_API int mlxgo_slice(mlxgo_array a, const int* start, const int* stop, const int* strides, int n, mlxgo_array* out);
+MLXGO_API int mlxgo_slice_dynamic(mlxgo_array a, mlxgo_array start, const int* axes, int naxes, const int* sizes, int nsizes, mlxgo_array* out);
+MLXGO_API int mlxgo_slice_update(mlxgo_array src, mlxgo_array update, const int* start, const int* stop, const int* strides, int n, mlxgo_array* out);
+MLXGO_API int mlxgo_slice_update_dynamic(mlxgo_array src, mlxgo_array update, mlxgo_array start, const int* axes, int naxes, mlxgo_array* out);
+MLXGO_API int mlxgo_pad(mlxgo_array a, const int* axes, int n, const int* low, const int* high, mlxgo_array pad_value, const char* mode, mlxgo_array* out);
+MLXGO_API int mlxgo_repeat(mlxgo_array a, int repeats, int axis, mlxgo_array* out);
+MLXGO_API int mlxgo_tril(mlxgo_array a, int k, mlxgo_array* out);
+MLXGO_API int mlxgo_triu(mlxgo_array a, int k, mlxgo_array* out);
+MLXGO_API int mlxgo_contiguous(mlxgo_array a, mlxgo_array* out);
+MLXGO_API int mlxgo_where(mlxgo_array cond, mlxgo_array x, mlxgo_array y, mlxgo_array* out);
+
+/* ---- ops_math.cpp: elementwise ---- */
+#define MLXGO_UNARY(name) MLXGO_API int mlxgo_##name(mlxgo_array a, mlxgo_array* out);
+#define MLXGO_BINARY(name) MLXGO_API int mlxgo_##name(mlxgo_array a, mlxgo_array b, mlxgo_array* out);
+MLXGO_UNARY(negative) MLXGO_UNARY(exp) MLXGO_UNARY(log) MLXGO_UNARY(log1p)
+MLXGO_UNARY(sqrt) MLXGO_UNARY(rsqrt) MLXGO_UNARY(square) MLXGO_UNARY(abs)
+MLXGO_UNARY(sin) MLXGO_UNARY(cos) MLXGO_UNARY(tanh) MLXGO_UNARY(sigmoid)
+MLXGO_UNARY(erf) MLXGO_UNARY(floor) MLXGO_UNARY(ceil) MLXGO_UNARY(reciprocal)
+MLXGO_UNARY(logical_not) MLXGO_UNARY(real) MLXGO_UNARY(imag) MLXGO_UNARY(stop_gradient)
+MLXGO_BINARY(add) MLXGO_BINARY(subtract) MLXGO_BINARY(multiply) MLXGO_BINARY(divide)
+MLXGO_BINARY(maximum) MLXGO_BINARY(minimum) MLXGO_BINARY(power) MLXGO_BINARY(remainder)
+MLXGO_BINARY(floor_divide) MLXGO_BINARY(equal) MLXGO_BINARY(not_equal) MLXGO_BINARY(less)
+MLXGO_BINARY(less_equal) MLXGO_BINARY(greater) MLXGO_BINARY(greater_equal)
+MLXGO_BINARY(logical_and) MLXGO_BINARY(logical_or)
+MLXGO_BINARY(matmul)
+#undef MLXGO_UNARY
+#undef MLXGO_BINARY
+/* a_min / a_max may be NULL (no bound on that side). */
+MLXGO_API int mlxgo_clip(mlxgo_array a, mlxgo_array a_min, mlxgo_array a_max, mlxgo_array* out);
+MLXGO_API int mlxgo_addmm(mlxgo_array c, mlxgo_array a, mlxgo_array b, float alpha, float beta, mlxgo_array* out);
+
+/* ---- ops_reduce.cpp: reductions, sorting, indexing ---- */
+#define MLXGO_REDUCE(name) MLXGO_API int mlxgo_##name(mlxgo_array a, const int* axes, int n, int keepdims, mlxgo_array* out);
+MLXGO_REDUCE(sum) MLXGO_REDUCE(mean) MLXGO_REDUCE(max) MLXGO_REDUCE(min)
+MLXGO_REDUCE(prod) MLXGO_REDUCE(logsumexp) MLXGO_REDUCE(all) MLXGO_REDUCE(any)
+#undef MLXGO_REDUCE
+MLXGO_API int mlxgo_var(mlxgo_array a, const int* axes, int n, int keepdims, int ddof, mlxgo_array* out);
+MLXGO_API int mlxgo_argmax(mlxgo_array a, int axis, int keepdims, mlxgo_array* out);
+MLXGO_API int mlxgo_argmin(mlxgo_array a, int axis, int keepdims, mlxgo_array* out);
+MLXGO_API int mlxgo_cumsum(mlxgo_array a, int axis, int reverse, int inclusive, mlxgo_array* out);
+MLXGO_API int mlxgo_softmax(mlxgo_array a, const int* axes, int n, int precise, mlxgo_array* out);
+MLXGO_API int mlxgo_sort(mlxgo_array a, int axis, mlxgo_array* out);
+MLXGO_API int mlxgo_argsort(mlxgo_array a, int axis, mlxgo_array* out);
+MLXGO_API int mlxgo_partition(mlxgo_array a, int kth, int axis, mlxgo_array* out);
+MLXGO_API int mlxgo_argpartition(mlxgo_array a, int kth, int axis, mlxgo_array* out);
+MLXGO_API int mlxgo_topk(mlxgo_array a, int k, int axis, mlxgo_array* out);
+MLXGO_API int mlxgo_take(mlxgo_array a, mlxgo_array indices, int axis, mlxgo_array* out);
+MLXGO_API int mlxgo_take_along_axis(mlxgo_array a, mlxgo_array indices, int axis, mlxgo_array* out);
+MLXGO_API int mlxgo_put_along_axis(mlxgo_array a, mlxgo_array indices, mlxgo_array values, int axis, mlxgo_array* out);
+MLXGO_API int mlxgo_gather(mlxgo_array a, const mlxgo_array* indices, int nidx, const int* axes, int naxes, const int* slice_sizes, int nsizes, mlxgo_array* out);
+
+/* ---- quant.cpp: quantization and matmuls over quantized or gathered weights ---- */
+/* out_biases receives NULL when the mode has no biases; global_scale may be NULL. */
+MLXGO_API int mlxgo_quantize(mlxgo_array w, int group_size, int bits, const char* mode, mlxgo_array global_scale,
+                             mlxgo_array* out_w, mlxgo_array* out_scales, mlxgo_array* out_biases);
+MLXGO_API int mlxgo_dequantize(mlxgo_array w, mlxgo_array scales, mlxgo_array biases, int group_size, int bits,
+                               const char* mode, mlxgo_array global_scale, int has_dtype, int dtype, mlxgo_array* out);
+MLXGO_API int mlxgo_quantized_matmul(mlxgo_array x, mlxgo_array w, mlxgo_array scales, mlxgo_array biases,
+                                     int transpose, int group_size, int bits, const char* mode, mlxgo_array* out);
+MLXGO_API int mlxgo_gather_qmm(mlxgo_array x, mlxgo_array w, mlxgo_array scales, mlxgo_array biases,
+                               mlxgo_array lhs_indices, mlxgo_array rhs_indices, int transpose, int group_size,
+                               int bits, const char* mode, int sorted_indices, mlxgo_array* out);
+MLXGO_API int mlxgo_gather_mm(mlxgo_array a, mlxgo_array b, mlxgo_array lhs_indices, mlxgo_array rhs_indices,
+                              int sorted_indices, mlxgo_array* out);
+
+/* ---- fast.cpp: fused ops (mx::fast) ---- */
+MLXGO_API int mlxgo_fast_rms_norm(mlxgo_array x, mlxgo_array weight, float eps, mlxgo_array* out);
+MLXGO_API int mlxgo_fast_layer_norm(mlxgo_array x, mlxgo_array weight, mlxgo_array bias, float eps, mlxgo_array* out);
+MLXGO_API int mlxgo_fast_rope(mlxgo_array x, int dims, int traditional, int has_base, float base, float scale,
+                              int offset, mlxgo_array freqs, mlxgo_array* out);
+MLXGO_API int mlxgo_fast_rope_dynamic(mlxgo_array x, int dims, int traditional, int has_base, float base, float scale,
+                                      mlxgo_array offset, mlxgo_array freqs, mlxgo_array* out);
+/* mask_mode is "" (none or array mask) or "causal"; mask and sinks may be NULL. */
+MLXGO_API int mlxgo_fast_sdpa(mlxgo_array q, mlxgo_array k, mlxgo_array v, float scale, const char* mask_mode,
+                              mlxgo_array mask, mlxgo_array sinks, mlxgo_array* out);
+
+/* ---- signal.cpp: convolution, FFT, random ---- */
+MLXGO_API int mlxgo_conv1d(mlxgo_array input, mlxgo_array weight, int stride, int padding, int dilation, int groups, mlxgo_array* out);
+/* kind: 0 fft, 1 ifft, 2 rfft, 3 irfft. */
+MLXGO_API int mlxgo_fft(mlxgo_array a, int kind, int has_n, int n, int axis, mlxgo_array* out);
+MLXGO_API int mlxgo_random_seed(uint64_t seed);
+MLXGO_API int mlxgo_random_key(uint64_t seed, mlxgo_array* out);
+MLXGO_API int mlxgo_random_split(mlxgo_array key, int num, mlxgo_array* out);
+/* key may be NULL (the thread's global key sequence). */
+MLXGO_API int mlxgo_random_categorical(mlxgo_array logits, int axis, int has_num_samples, int num_samples, mlxgo_array key, mlxgo_array* out);
+MLXGO_API int mlxgo_random_uniform(mlxgo_array low, mlxgo_array high, const int* shape, int n, int dtype, mlxgo_array key, mlxgo_array* out);
+MLXGO_API int mlxgo_random_normal(const int* shape, int n, int dtype, float loc, float scale, mlxgo_array key, mlxgo_array* out);
+MLXGO_API int mlxgo_random_bernoulli(mlxgo_array p, const int* shape, int n, mlxgo_array key, mlxgo_array* out);
+
+/* ---- device.cpp: devices, streams, memory ---- */
+MLXGO_API int mlxgo_default_device(int* type, int* index);
+MLXGO_API int mlxgo_set_default_device(int type, int index);
+MLXGO_API int mlxgo_device_available(int type, int* out);
+MLXGO_API int mlxgo_device_count(int type, int* out);
+/* Writes "key=value\n" lines describing the device; valid until the next call on this thread. */
+MLXGO_API int mlxgo_device_info(int type, int index, const char** out);
+MLXGO_API int mlxgo_backends(int* metal, int* cuda);
+MLXGO_API int mlxgo_default_stream(int type, int index, int* stream_index);
+MLXGO_API int mlxgo_new_stream(int type, int index, int* stream_index);
+MLXGO_API int mlxgo_set_default_stream(int stream_index, int type, int index);
+MLXGO_API int mlxgo_synchronize(int has_stream, int stream_index, int type, int index);
+MLXGO_API int mlxgo_memory_active(size_t* out);
+MLXGO_API int mlxgo_memory_peak(size_t* out);
+MLXGO_API int mlxgo_memory_reset_peak(void);
+MLXGO_API int mlxgo_memory_cache(size_t* out);
+MLXGO_API int mlxgo_memory_limit(size_t* out);
+MLXGO_API int mlxgo_set_memory_limit(size_t limit, size_t* previous);
+MLXGO_API int mlxgo_set_cache_limit(size_t limit, size_t* previous);
+MLXGO_API int mlxgo_set_wired_limit(size_t limit, size_t* previous);
+MLXGO_API int mlxgo_clear_cache(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MLXGO_H */
