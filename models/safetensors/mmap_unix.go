@@ -1,0 +1,36 @@
+//go:build unix
+
+package safetensors
+
+import (
+	"fmt"
+	"os"
+	"syscall"
+)
+
+// mapFile maps path read-only and privately. The mapping outlives the file
+// descriptor, which is closed before returning. An empty file cannot be
+// mapped and is returned as an empty slice.
+func mapFile(path string) (data []byte, unmap func() error, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, nil, err
+	}
+	size := st.Size()
+	if size == 0 {
+		return []byte{}, func() error { return nil }, nil
+	}
+	if size < 0 || int64(int(size)) != size {
+		return nil, nil, fmt.Errorf("file of %d bytes is too large to map", size)
+	}
+	data, err = syscall.Mmap(int(f.Fd()), 0, int(size), syscall.PROT_READ, syscall.MAP_PRIVATE)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot mmap: %w", err)
+	}
+	return data, func() error { return syscall.Munmap(data) }, nil
+}
