@@ -20,7 +20,7 @@ var charTablesText string
 type runeRange struct{ lo, hi rune }
 
 type charTables struct {
-	ctrl, punc, mark []runeRange
+	ctrl, punc, mark, nsm []runeRange
 	lower            map[rune]string
 }
 
@@ -55,6 +55,8 @@ func loadCharTables() *charTables {
 				chars.punc = append(chars.punc, r)
 			case "mark":
 				chars.mark = append(chars.mark, r)
+			case "nsm":
+				chars.nsm = append(chars.nsm, r)
 			}
 		}
 	})
@@ -85,6 +87,12 @@ func isBertPunct(r rune) bool {
 // isAccentMark reports whether StripAccents removes r.
 func isAccentMark(r rune) bool {
 	return r >= 0x300 && inRanges(loadCharTables().mark, r)
+}
+
+// isNonspacingMark reports whether BertNormalizer's strip_accents removes r
+// (it drops only nonspacing marks, unlike StripAccents).
+func isNonspacingMark(r rune) bool {
+	return r >= 0x300 && inRanges(loadCharTables().nsm, r)
 }
 
 // lowerString applies Lowercase the way tokenizers does: each character's

@@ -65,7 +65,12 @@ func (n bertNormalizer) normalize(s string) string {
 		s = b.String()
 	}
 	if n.stripAccents {
-		s = stripAccentsNormalizer{}.normalize(unorm.NFD.String(s))
+		s = strings.Map(func(r rune) rune {
+			if isNonspacingMark(r) {
+				return -1
+			}
+			return r
+		}, unorm.NFD.String(s))
 	}
 	if n.lowercase {
 		s = lowerString(s)

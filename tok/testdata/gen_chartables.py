@@ -7,7 +7,8 @@ itself, one code point at a time, rather than from any Unicode database:
 
     ctrl LO-HI    removed by BertNormalizer(clean_text) (tab, LF, CR excluded)
     punc LO-HI    punctuation for BertPreTokenizer and Punctuation
-    mark LO-HI    removed by StripAccents
+    mark LO-HI    removed by StripAccents (any combining mark)
+    nsm LO-HI     removed by BertNormalizer(strip_accents) (nonspacing marks only)
     lower CP CP.. Lowercase maps CP to this sequence (only where it changes CP)
 
 Usage: .venv/bin/python tok/testdata/gen_chartables.py > tok/chartables.txt
@@ -19,10 +20,11 @@ from tokenizers import normalizers as N, pre_tokenizers as P
 
 clean = N.BertNormalizer(clean_text=True, handle_chinese_chars=False, strip_accents=False, lowercase=False)
 strip = N.StripAccents()
+bert_strip = N.BertNormalizer(clean_text=False, handle_chinese_chars=False, strip_accents=True, lowercase=False)
 lower = N.Lowercase()
 bert = P.BertPreTokenizer()
 
-sets = {"ctrl": [], "punc": [], "mark": []}
+sets = {"ctrl": [], "punc": [], "mark": [], "nsm": []}
 lowers = []
 for cp in range(1, 0x110000):
     if 0xD800 <= cp < 0xE000:
@@ -34,6 +36,8 @@ for cp in range(1, 0x110000):
         sets["punc"].append(cp)
     if strip.normalize_str(ch) == "":
         sets["mark"].append(cp)
+    if bert_strip.normalize_str(ch) == "":
+        sets["nsm"].append(cp)
     lo = lower.normalize_str(ch)
     if lo != ch:
         lowers.append((cp, lo))
