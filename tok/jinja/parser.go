@@ -35,8 +35,8 @@ func (p *parser) fail(format string, args ...any) error {
 	return p.failAt(p.cur().line, format, args...)
 }
 
-func (p *parser) isOp(op string) bool   { t := p.cur(); return t.kind == tOp && t.val == op }
-func (p *parser) isName(n string) bool  { t := p.cur(); return t.kind == tName && t.val == n }
+func (p *parser) isOp(op string) bool  { t := p.cur(); return t.kind == tOp && t.val == op }
+func (p *parser) isName(n string) bool { t := p.cur(); return t.kind == tName && t.val == n }
 func (p *parser) skipOp(op string) bool {
 	if p.isOp(op) {
 		p.next()
