@@ -60,7 +60,8 @@ func WriteTarball(w io.Writer, dir string) error {
 	// puts every directory before what it holds.
 	sort.Slice(entries, func(i, j int) bool { return entries[i].rel < entries[j].rel })
 
-	gz, err := gzip.NewWriterLevel(w, gzip.BestCompression)
+	// BestCompression saves under 1% on these libraries and takes much longer.
+	gz, err := gzip.NewWriterLevel(w, gzip.DefaultCompression)
 	if err != nil {
 		return err
 	}
