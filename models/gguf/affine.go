@@ -2,8 +2,12 @@ package gguf
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
+	"runtime"
+	"slices"
+	"sync"
 )
 
 // convertAffine repacks Q4_0, Q4_1 and Q8_0 blocks into MLX's affine layout
@@ -38,72 +42,88 @@ func convertAffine(ti TensorInfo, raw []byte) (*Affine, error) {
 	a.ScaleShape = append(append([]int(nil), shape[:last]...), shape[last]/32)
 	a.Weight = make([]byte, blocks*32*a.Bits/8)
 
-	// Scales and biases as float32 values first; narrowed below if exact.
-	scales := make([]float32, blocks)
-	biases := make([]float32, blocks)
-	for b := 0; b < blocks; b++ {
-		blk := raw[b*int(info.size) : (b+1)*int(info.size)]
-		d := halfToFloat32(binary.LittleEndian.Uint16(blk))
-		scales[b] = d
-		switch ti.Type {
+	// float16 scales and biases are written as the file's bits; a bias that
+	// float16 cannot hold exactly sends the tensor to the float32 path.
+	a.Scales, a.Biases, a.ScaleDType = make([]byte, 2*blocks), make([]byte, 2*blocks), Float16
+	size := int(info.size)
+	// Large tensors are split across CPUs: start-up time is spent here.
+	chunks := min(runtime.GOMAXPROCS(0), max(1, blocks/(1<<15)))
+	per := (blocks + chunks - 1) / chunks
+	errs := make([]error, chunks)
+	inexact := make([]bool, chunks)
+	var wg sync.WaitGroup
+	for c := 0; c < chunks; c++ {
+		lo, hi := c*per, min(blocks, (c+1)*per)
+		wg.Go(func() { inexact[c], errs[c] = a.convertBlocks(ti.Type, raw, size, lo, hi) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	exact := !slices.Contains(inexact, true)
+	if !exact {
+		a.Scales, a.Biases, a.ScaleDType = widenScales(ti.Type, raw, size, blocks)
+	}
+	return a, nil
+}
+
+// convertBlocks converts blocks [lo, hi) into a's float16 layout and
+// reports whether some bias was not exact in float16.
+func (a *Affine) convertBlocks(t GGMLType, raw []byte, size, lo, hi int) (inexact bool, err error) {
+	for b := lo; b < hi; b++ {
+		blk := raw[b*size : (b+1)*size]
+		dBits := binary.LittleEndian.Uint16(blk)
+		if t != Q4_1 && dBits&0x7c00 == 0x7c00 {
+			// An infinite or NaN d makes d*q + bias differ from d*(q-8).
+			return false, fmt.Errorf("block %d has a non-finite scale %v, which affine quantization cannot represent losslessly", b, halfToFloat32(dBits))
+		}
+		a.Scales[2*b], a.Scales[2*b+1] = blk[0], blk[1]
+		var bias uint16
+		ok := true
+		switch t {
 		case Q4_1:
-			biases[b] = halfToFloat32(binary.LittleEndian.Uint16(blk[2:]))
+			bias = binary.LittleEndian.Uint16(blk[2:])
 			packNibbles(a.Weight[b*16:], blk[4:20])
 		case Q4_0:
-			biases[b] = -8 * d
+			bias, ok = halfFromFloat32(-8 * halfToFloat32(dBits))
 			packNibbles(a.Weight[b*16:], blk[2:18])
 		case Q8_0:
-			biases[b] = -128 * d
+			bias, ok = halfFromFloat32(-128 * halfToFloat32(dBits))
 			for j, x := range blk[2:34] {
 				a.Weight[b*32+j] = x ^ 0x80 // int8 x → uint8 x+128
 			}
 		}
-		// An infinite or NaN d makes d*q + bias differ from d*(q-8).
-		if ti.Type != Q4_1 && (math.IsInf(float64(d), 0) || d != d) {
-			return nil, fmt.Errorf("block %d has a non-finite scale %v, which affine quantization cannot represent losslessly", b, d)
-		}
+		inexact = inexact || !ok
+		binary.LittleEndian.PutUint16(a.Biases[2*b:], bias)
 	}
-	a.Scales, a.Biases, a.ScaleDType = narrowScales(scales, biases)
-	return a, nil
+	return inexact, nil
+}
+
+// widenScales gives float32 scales and biases for a tensor whose biases
+// overflow float16 (-8d or -128d is exact in float32 for every finite d).
+func widenScales(t GGMLType, raw []byte, size, blocks int) (s, b []byte, dt DType) {
+	scales := make([]float32, blocks)
+	biases := make([]float32, blocks)
+	mult := float32(-8)
+	if t == Q8_0 {
+		mult = -128
+	}
+	for i := range scales {
+		scales[i] = halfToFloat32(binary.LittleEndian.Uint16(raw[i*size:]))
+		biases[i] = mult * scales[i]
+	}
+	return float32Bytes(scales), float32Bytes(biases), Float32
 }
 
 // packNibbles turns a ggml 4-bit block (element i in the low nibble of
 // qs[i], element i+16 in the high nibble) into MLX order (element j in bits
 // 4j of a little-endian word, i.e. low nibble of byte j/2 for even j).
 func packNibbles(dst, qs []byte) {
-	for k := 0; k < 16; k++ {
-		e0, e1 := nibble(qs, 2*k), nibble(qs, 2*k+1)
-		dst[k] = e0 | e1<<4
+	_, _ = dst[15], qs[15]
+	for k := 0; k < 8; k++ {
+		dst[k] = qs[2*k]&0x0f | qs[2*k+1]<<4   // elements 2k, 2k+1 < 16: low nibbles
+		dst[k+8] = qs[2*k]>>4 | qs[2*k+1]&0xf0 // elements 16+2k, 17+2k: high nibbles
 	}
-}
-
-func nibble(qs []byte, e int) byte {
-	if e < 16 {
-		return qs[e] & 0x0f
-	}
-	return qs[e-16] >> 4
-}
-
-// narrowScales stores scales and biases as float16 when every value is
-// exactly representable, else as float32.
-func narrowScales(scales, biases []float32) (s, b []byte, dt DType) {
-	s16 := make([]byte, 2*len(scales))
-	b16 := make([]byte, 2*len(biases))
-	exact := true
-	for i := range scales {
-		hs, ok1 := halfFromFloat32(scales[i])
-		hb, ok2 := halfFromFloat32(biases[i])
-		if !ok1 || !ok2 {
-			exact = false
-			break
-		}
-		binary.LittleEndian.PutUint16(s16[2*i:], hs)
-		binary.LittleEndian.PutUint16(b16[2*i:], hb)
-	}
-	if exact {
-		return s16, b16, Float16
-	}
-	return float32Bytes(scales), float32Bytes(biases), Float32
 }
 
 func float32Bytes(v []float32) []byte {

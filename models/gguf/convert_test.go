@@ -199,3 +199,21 @@ func digest(b []byte) string {
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:])
 }
+
+// BenchmarkLoadSmolLM2 measures converting every tensor of the real file
+// (model start-up time is spent here).
+func BenchmarkLoadSmolLM2(b *testing.B) {
+	f, err := Open(testenv.DataFile(b, smollm2))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	b.SetBytes(int64(len(f.data)))
+	for b.Loop() {
+		for _, ti := range f.Tensors {
+			if _, err := f.Load(ti.Name); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
