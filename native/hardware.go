@@ -120,7 +120,7 @@ func parseNVIDIAVersion(b []byte) (version string, major int, ok bool) {
 			return "", 0, false
 		}
 		major, err := strconv.Atoi(m[1])
-		if err != nil {
+		if err != nil || major == 0 {
 			return "", 0, false
 		}
 		v := m[1] + "." + m[2]
