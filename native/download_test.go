@@ -251,3 +251,36 @@ func entryData(t *testing.T, tarball []byte, name string) []byte {
 	t.Fatalf("no %s in tarball", name)
 	return nil
 }
+
+func TestDownloadProgress(t *testing.T) {
+	data := bytes.Repeat([]byte("pack"), 1<<18) // 1 MiB: several reads
+	d := digestOf(data)
+	srv := packServer(t, map[string]served{"/p.tar.gz": {data: data, how: "ok"}})
+	cases := []struct {
+		name     string
+		progress io.Writer
+		want     string // substring of what the writer received; "" = nothing
+	}{
+		{"to a terminal-like writer", &bytes.Buffer{}, "mlxgo: downloading p.tar.gz: 1.0 of 1.0 MB (100%)\n"},
+		{"silenced", nil, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var sink bytes.Buffer
+			spec := fetchSpec{URL: srv.URL + "/p.tar.gz", SHA256: d.SHA256, Size: d.Size}
+			if tc.progress != nil {
+				spec.Progress = &sink
+			}
+			if err := fetch(context.Background(), io.Discard, spec); err != nil {
+				t.Fatal(err)
+			}
+			got := sink.String()
+			if tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
+				t.Fatalf("progress output %q, want %q", got, tc.want)
+			}
+			if tc.want != "" && (!strings.HasPrefix(got, "\r") || strings.Count(got, "\n") != 1) {
+				t.Errorf("progress should redraw one line with \\r and end it once: %q", got)
+			}
+		})
+	}
+}
