@@ -21,7 +21,7 @@ type runeRange struct{ lo, hi rune }
 
 type charTables struct {
 	ctrl, punc, mark, nsm []runeRange
-	lower            map[rune]string
+	lower                 map[rune]string
 }
 
 var (

@@ -164,6 +164,9 @@ func FromJSON(data []byte) (*Tokenizer, error) {
 	if err := json.Unmarshal(j.Model, &mj); err != nil {
 		return nil, fmt.Errorf("cannot parse model: %w", err)
 	}
+	if mj.Type != "BPE" && mj.Type != "WordPiece" && mj.Type != "" {
+		return nil, fmt.Errorf("unsupported model %q", mj.Type)
+	}
 	var vocab map[string]int32
 	if err := json.Unmarshal(mj.Vocab, &vocab); err != nil {
 		return nil, fmt.Errorf("cannot parse model vocab: %w", err)
