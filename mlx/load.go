@@ -36,16 +36,7 @@ func Load(shimPath string) error {
 		return fmt.Errorf("cannot load mlx shim %s: %w", shimPath, err)
 	}
 	table := symbols()
-	addrs := make([]uintptr, len(table))
-	var missing []string
-	for i, s := range table {
-		p, err := purego.Dlsym(lib, s.name)
-		if err != nil || p == 0 {
-			missing = append(missing, s.name)
-			continue
-		}
-		addrs[i] = p
-	}
+	addrs, missing := lookup(lib, table)
 	if len(missing) > 0 {
 		purego.Dlclose(lib)
 		return fmt.Errorf("cannot load mlx shim %s: missing symbols (shim older than this binary?): %s",
@@ -60,6 +51,20 @@ func Load(shimPath string) error {
 	loadedPath = shimPath
 	loaded.Store(true)
 	return nil
+}
+
+// lookup finds every symbol of table in lib, and names those it cannot.
+func lookup(lib uintptr, table []symbol) (addrs []uintptr, missing []string) {
+	addrs = make([]uintptr, len(table))
+	for i, s := range table {
+		p, err := purego.Dlsym(lib, s.name)
+		if err != nil || p == 0 {
+			missing = append(missing, s.name)
+			continue
+		}
+		addrs[i] = p
+	}
+	return addrs, missing
 }
 
 // register binds every symbol; purego panics on a Go signature it cannot

@@ -46,8 +46,8 @@ func runOpCases(t *testing.T, cases []opCase) {
 
 // Shared inputs: small, exact in every dtype used.
 var (
-	m23 = []float32{1, 2, 3, 4, 5, 6}  // [[1 2 3] [4 5 6]]
-	n23 = []float32{6, 5, 4, 3, 2, 1}  // [[6 5 4] [3 2 1]]
+	m23 = []float32{1, 2, 3, 4, 5, 6}   // [[1 2 3] [4 5 6]]
+	n23 = []float32{6, 5, 4, 3, 2, 1}   // [[6 5 4] [3 2 1]]
 	sv  = []float32{-1.5, -0.5, 0.5, 2} // signed values
 	pv  = []float32{0.5, 1, 2, 4}       // positive values
 )
