@@ -18,8 +18,9 @@
  *  - MLX keeps default streams, random state and caches per OS thread. A
  *    thread must call mlxgo_bind_thread before it may run ops; calls from an
  *    unbound thread fail with MLXGO_ERR_THREAD instead of silently using a
- *    second set of per-thread state. Queries that touch no MLX state (last
- *    error, version, live count, array info, free) work on any thread.
+ *    second set of per-thread state. Calls that touch no per-thread MLX
+ *    state work on any thread: last error, version, live count, bind and
+ *    thread_bound, array info, clone and free.
  *  - Ops are recorded on the calling thread's default stream of the default
  *    device; streams are named by (stream index, device type, device index).
  */
