@@ -1,3 +1,45 @@
+// Package mlx binds Apple's MLX array framework through libmlxgo, the
+// project's C ABI shim (native/shim), loaded at run time with purego: no cgo.
+//
+// # One thread
+//
+// MLX keeps default streams, random state and caches per OS thread. A model
+// whose arrays were built on one thread and evaluated on another would use two
+// streams and two random key sequences, and its results would depend on the
+// Go scheduler. So every MLX call runs on one goroutine, locked to its OS
+// thread with runtime.LockOSThread: the executor. The rest of the program
+// sends work to it with Do:
+//
+//	err := mlx.Do(func() error {
+//		s := mlx.NewScope()
+//		defer s.Close()
+//		y := mlx.Matmul(x, w)
+//		return mlx.Eval(y)
+//	})
+//
+// The shim enforces this: the executor's thread is bound at Load, and an op
+// called on any other thread fails with ErrWrongThread instead of quietly
+// creating a second set of per-thread state. The check is a thread-local load
+// inside the shim, so it costs nothing measurable. Do called from inside a Do
+// function runs inline.
+//
+// # Errors
+//
+// Ops return *Array without an error so that model code reads like the
+// math. A failed op (MLX threw, or an input was nil or freed) returns an
+// Array that carries the error; ops given such an Array pass the error on
+// without calling MLX, and Eval, the data accessors and Err report it, as an
+// *Error holding MLX's own message.
+//
+// # Releasing arrays
+//
+// Arrays hold native memory and are released deterministically: by Free, or
+// by closing the Scope that was innermost when they were made (Keep moves an
+// array out to the enclosing scope). There are no finalizers: a finalizer
+// runs on an arbitrary goroutine, which would be the wrong thread.
+//
+// This package must never import the native package: the pack resolver has to
+// stay loadable without MLX, and callers pass the shim's path to Load.
 package mlx
 
 import (
