@@ -1,10 +1,15 @@
 package main
 
 import (
+	"context"
+	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/mlxgo/mlxgo/internal/testenv"
+	"github.com/mlxgo/mlxgo/native"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -27,6 +32,78 @@ func scriptParams(t *testing.T) testscript.Params {
 			e.Setenv("DATA", testenv.DataDir())
 			return nil
 		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"copypack": cmdCopyPack,
+			"tamper":   cmdTamper,
+		},
+		// [native]: an installed pack is there. In CI it is always "true", so a
+		// missing pack fails the script in copypack instead of skipping it.
+		Condition: func(cond string) (bool, error) {
+			if cond != "native" {
+				return false, fmt.Errorf("unknown condition %q", cond)
+			}
+			_, err := installedPack(os.Getenv)
+			return err == nil || testenv.Strict(), nil
+		},
 		RequireExplicitExec: true,
 	}
+}
+
+// installedPack resolves the pack a user's mlxgo would load, ignoring
+// MLXGO_NATIVE_DIR and never downloading.
+func installedPack(getenv func(string) string) (*native.Pack, error) {
+	opts := native.Options{NoDownload: true, Getenv: func(k string) string {
+		if k == native.EnvDir {
+			return ""
+		}
+		return getenv(k)
+	}}
+	if xdg := getenv("XDG_CACHE_HOME"); xdg != "" {
+		opts.CacheDir = filepath.Join(xdg, "mlxgo")
+	}
+	return native.Resolve(context.Background(), opts)
+}
+
+// cmdCopyPack copies the installed native pack into a directory of the
+// script: `copypack DIR`. Scripts guard it with [!native] skip.
+func cmdCopyPack(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: copypack DIR")
+	}
+	p, err := installedPack(ts.Getenv)
+	if err != nil {
+		ts.Fatalf("no installed native pack (run make native-install): %v", err)
+	}
+	dst := ts.MkAbs(args[0])
+	err = filepath.WalkDir(p.Dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(p.Dir, path)
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, b, 0o644)
+	})
+	ts.Check(err)
+}
+
+// cmdTamper flips one byte in the middle of a file: `tamper FILE`.
+func cmdTamper(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: tamper FILE")
+	}
+	name := ts.MkAbs(args[0])
+	b, err := os.ReadFile(name)
+	ts.Check(err)
+	if len(b) == 0 {
+		ts.Fatalf("tamper: %s is empty", name)
+	}
+	b[len(b)/2] ^= 0xff
+	ts.Check(os.WriteFile(name, b, 0o644))
 }
