@@ -157,12 +157,12 @@ func smolJSON(t testing.TB, gguf string) string {
 
 type parityCase struct {
 	name string
-	load func(t *testing.T) (*Tokenizer, string) // the tokenizer and the tokenizer.json the oracle uses
+	load func(t testing.TB) (*Tokenizer, string) // the tokenizer and the tokenizer.json the oracle uses
 }
 
 func parityCases() []parityCase {
 	dirCase := func(name, rel string) parityCase {
-		return parityCase{name, func(t *testing.T) (*Tokenizer, string) {
+		return parityCase{name, func(t testing.TB) (*Tokenizer, string) {
 			p := testenv.DataFile(t, rel)
 			tk, err := Load(filepath.Dir(p))
 			if err != nil {
@@ -178,7 +178,7 @@ func parityCases() []parityCase {
 		dirCase("llama3", "tokenizers/llama3/tokenizer.json"),
 		dirCase("llama3_1", "tokenizers/llama3_1/tokenizer.json"),
 		dirCase("minilm", "all-minilm-l6-v2/tokenizer.json"),
-		{"smollm2-gguf", func(t *testing.T) (*Tokenizer, string) {
+		{"smollm2-gguf", func(t testing.TB) (*Tokenizer, string) {
 			p := testenv.DataFile(t, "smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")
 			tk, err := Load(p)
 			if err != nil {
