@@ -69,7 +69,7 @@ func byteToRuneID(b byte) int32 { return int32(b) }
 func TestGPTPatterns(t *testing.T) {
 	cases := []struct {
 		name, pattern, text string
-		want             []string
+		want                []string
 	}{
 		{"gpt2 words", gpt2Regex, "Hello world's  end", []string{"Hello", " world", "'s", " ", " end"}},
 		{"gpt2 trailing space", gpt2Regex, "a  ", []string{"a", "  "}},
