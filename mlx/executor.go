@@ -31,6 +31,12 @@
 // without calling MLX, and Eval, the data accessors and Err report it, as an
 // *Error holding MLX's own message.
 //
+// Graph-building errors (shapes, dtypes, arguments) are all caught. Errors
+// inside MLX's kernels are not always catchable: on the CPU backend an
+// allocation the system refuses (say, a 2 TiB array) crashes the process in
+// MLX's worker thread, exactly as it does under Python mlx. Keep sizes within
+// the machine's memory before evaluating.
+//
 // # Releasing arrays
 //
 // Arrays hold native memory and are released deterministically: by Free, or
