@@ -12,7 +12,7 @@ CACHE   := .cache
 DATA    := $(CACHE)/data
 REG     := $(CACHE)/registry
 
-.PHONY: all build venv data data-tok data-smollm2 data-minilm test vet demo fuzz clean
+.PHONY: all build venv data data-tok data-smollm2 data-minilm test vet demo fuzz clean bench-tok
 
 all: build native-install
 
@@ -75,7 +75,7 @@ $(NATIVE_WHEEL)/.stamp:
 native-shim: $(SHIM_SO)
 $(SHIM_SO): $(wildcard native/shim/*.cpp native/shim/*.h) $(NATIVE_WHEEL)/.stamp
 	mkdir -p $(@D)
-	g++ -std=c++20 -O2 -fPIC -shared -I$(NATIVE_WHEEL)/mlx/include -o $@.tmp \
+	g++ -std=c++20 -O2 -Wall -Wextra -fPIC -shared -I$(NATIVE_WHEEL)/mlx/include -o $@.tmp \
 	  $(filter %.cpp,$^) -L$(NATIVE_WHEEL)/mlx/lib -lmlx -Wl,-rpath,'$$ORIGIN' -Wl,--no-undefined
 	mv $@.tmp $@
 
@@ -105,6 +105,10 @@ test: venv data build native-install
 
 demo: build data-smollm2 native-install
 	./mlxgo verify-native
+
+# Tokenizer encode throughput: mlxgo against Hugging Face tokenizers (Rust, one thread), one run.
+bench-tok: venv data
+	$(PY) tok/testdata/bench_tok.py
 
 clean:
 	rm -rf mlxgo build
