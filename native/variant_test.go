@@ -104,6 +104,8 @@ func TestParseNVIDIAVersion(t *testing.T) {
 	}{
 		{"proprietary", "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.65.06  Sun Jul 27 07:09:52 UTC 2025\nGCC version:  gcc version 13.3.0\n", "580.65.06", 580},
 		{"open module", "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.82.07  Release Build  (dvs-builder@U16-I3-B03-4-3)  Wed Aug 27 19:56:34 UTC 2025\n", "580.82.07", 580},
+		// Read on the H200 machine (2026-11-30): open module, Nix-built.
+		{"H200 host", "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  (nixbld@)  \nGCC version:  gcc version 15.3.0 (GCC) \n", "580.159.04", 580},
 		{"two-part version", "NVRM version: NVIDIA UNIX x86_64 Kernel Module  470.42  Tue Jun 15 2021\n", "470.42", 470},
 		{"aarch64 open module", "NVRM version: NVIDIA UNIX Open Kernel Module for aarch64  575.51.03  Release Build\n", "575.51.03", 575},
 		{"no NVRM line", "GCC version: 13\n", "", 0},

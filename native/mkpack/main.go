@@ -6,10 +6,12 @@
 //	mkpack bake    -variant V -out DIR [-o FILE]               print the tarball's sha256 and size, write release_digests.go
 //	mkpack install -variant V -out DIR [-cache DIR]            install the tarball into the user cache
 //	mkpack verify  DIR                                         check every file of a pack against its manifest
+//	mkpack host                                                print the CPU, GPU and chosen variant as JSON
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -31,6 +33,7 @@ Commands:
 	bake     print the tarball's sha256 and size and write them into native/release_digests.go
 	install  install the tarball into the user cache, verified, as a download would
 	verify   check every file of a pack directory against its manifest
+	host     print this machine's CPU, NVIDIA driver and the variant mlxgo would choose
 `
 
 func main() {
@@ -70,6 +73,8 @@ func run(ctx context.Context, args []string) error {
 		return bake(v, tarball, *goFile)
 	case "install":
 		return install(ctx, v, tarball, *cache)
+	case "host":
+		return host()
 	case "verify":
 		if fs.NArg() != 1 {
 			return errors.New("verify needs one pack directory")
@@ -175,6 +180,20 @@ func install(ctx context.Context, v native.Variant, tarball, cache string) error
 	}
 	fmt.Fprintf(os.Stderr, "mkpack: installed %s into %s\n", filepath.Base(abs), p.Dir)
 	return nil
+}
+
+// host shows what variant choice sees (MLXGO_DEVICE included), as JSON on stdout.
+func host() error {
+	h := native.CurrentHost()
+	out := map[string]any{"os": h.OS, "arch": h.Arch, "cpu": native.CPUFeatures(), "gpu": h.GPU}
+	if v, err := native.ChooseVariant(h, os.Getenv(native.EnvDevice)); err != nil {
+		out["variant_error"] = err.Error()
+	} else {
+		out["variant"] = v.Name
+	}
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
 }
 
 func verify(dir string) error {
