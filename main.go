@@ -133,20 +133,28 @@ func oneLine(s string) string {
 	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
 }
 
-// newFlagSet makes a command's flag set: errors are returned, not printed
-// twice, and -h prints the command's usage text to stderr.
-func (m *Main) newFlagSet(name, usageText string) *flag.FlagSet {
-	fs := flag.NewFlagSet("mlxgo "+name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() { fmt.Fprint(m.Stderr, usageText) }
-	return fs
+// cmdFlags is a command's flag set together with its usage text.
+type cmdFlags struct {
+	*flag.FlagSet
+	usage string
 }
 
-// parseFlags parses args; -h prints usage (exit 0), a bad flag is a usage error.
-func (m *Main) parseFlags(fs *flag.FlagSet, args []string) error {
+// newFlagSet makes a command's flag set. The flag package prints usage on
+// every parse error; we print it only for -h, and report other errors as one
+// line with a hint (see exitCode).
+func (m *Main) newFlagSet(name, usageText string) *cmdFlags {
+	fs := flag.NewFlagSet("mlxgo "+name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	return &cmdFlags{FlagSet: fs, usage: usageText}
+}
+
+// parseFlags parses args; -h prints usage to stderr (exit 0), a bad flag is a
+// usage error (exit 2).
+func (m *Main) parseFlags(fs *cmdFlags, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fs.Usage()
+			fmt.Fprint(m.Stderr, fs.usage)
 			return err
 		}
 		return usageError{err.Error()}

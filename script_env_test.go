@@ -38,12 +38,17 @@ func scriptParams(t *testing.T) testscript.Params {
 		},
 		// [native]: an installed pack is there. In CI it is always "true", so a
 		// missing pack fails the script in copypack instead of skipping it.
+		// [data]: `make data` has run. Likewise "true" in CI.
 		Condition: func(cond string) (bool, error) {
-			if cond != "native" {
-				return false, fmt.Errorf("unknown condition %q", cond)
+			switch cond {
+			case "native":
+				_, err := installedPack(os.Getenv)
+				return err == nil || testenv.Strict(), nil
+			case "data":
+				_, err := os.Stat(filepath.Join(testenv.DataDir(), "tokenizers", "qwen3", "tokenizer.json"))
+				return err == nil || testenv.Strict(), nil
 			}
-			_, err := installedPack(os.Getenv)
-			return err == nil || testenv.Strict(), nil
+			return false, fmt.Errorf("unknown condition %q", cond)
 		},
 		RequireExplicitExec: true,
 	}
