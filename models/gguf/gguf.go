@@ -15,6 +15,8 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+
+	"github.com/mlxgo/mlxgo/models/internal/mmap"
 )
 
 // Magic is the first four bytes of every GGUF file.
@@ -42,7 +44,7 @@ type File struct {
 
 // Open maps the GGUF file at path read-only and parses its header.
 func Open(path string) (*File, error) {
-	data, unmap, err := mapFile(path)
+	data, unmap, err := mmap.File(path)
 	if err != nil {
 		return nil, fmt.Errorf("cannot open gguf file: %w", err)
 	}

@@ -16,6 +16,8 @@ import (
 	"io"
 	"math/bits"
 	"sort"
+
+	"github.com/mlxgo/mlxgo/models/internal/mmap"
 )
 
 // MaxHeaderSize bounds the JSON header (the reference implementation's
@@ -56,7 +58,7 @@ type File struct {
 
 // Open maps the file at path read-only and validates its header.
 func Open(path string) (*File, error) {
-	data, unmap, err := mapFile(path)
+	data, unmap, err := mmap.File(path)
 	if err != nil {
 		return nil, fmt.Errorf("cannot open safetensors file: %w", err)
 	}

@@ -1,6 +1,8 @@
 //go:build unix
 
-package gguf
+// Package mmap maps weight files read-only, so tensors are views of the page
+// cache rather than copies (MLX copies host data once when it makes arrays).
+package mmap
 
 import (
 	"fmt"
@@ -8,10 +10,10 @@ import (
 	"syscall"
 )
 
-// mapFile maps path read-only and privately. The mapping outlives the file
+// File maps path read-only and privately. The mapping outlives the file
 // descriptor, which is closed before returning. An empty file cannot be
 // mapped and is returned as an empty slice.
-func mapFile(path string) (data []byte, unmap func() error, err error) {
+func File(path string) (data []byte, unmap func() error, err error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, nil, err

@@ -1,11 +1,11 @@
 //go:build !unix
 
-package gguf
+package mmap
 
 import "os"
 
-// mapFile reads the whole file where mmap is not available.
-func mapFile(path string) (data []byte, unmap func() error, err error) {
+// File reads the whole file where mmap is not available.
+func File(path string) (data []byte, unmap func() error, err error) {
 	data, err = os.ReadFile(path)
 	if err != nil {
 		return nil, nil, err
