@@ -16,6 +16,8 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+
+	"github.com/mlxgo/mlxgo/native"
 )
 
 // Version is set by the Makefile with -ldflags "-X main.Version=...".
@@ -177,6 +179,6 @@ func (c *versionCommand) Run(ctx context.Context, args []string) error {
 	if err := c.m.parseFlags(fs, args); err != nil {
 		return err
 	}
-	fmt.Fprintf(c.m.Stdout, "mlxgo %s\n", Version)
+	fmt.Fprintf(c.m.Stdout, "mlxgo %s (native pack %s, MLX %s)\n", Version, native.PackVersion, native.MLXVersion)
 	return nil
 }
