@@ -75,7 +75,7 @@ $(NATIVE_WHEEL)/.stamp:
 native-shim: $(SHIM_SO)
 $(SHIM_SO): $(wildcard native/shim/*.cpp native/shim/*.h) $(NATIVE_WHEEL)/.stamp
 	mkdir -p $(@D)
-	g++ -std=c++20 -O2 -Wall -Wextra -fPIC -shared -I$(NATIVE_WHEEL)/mlx/include -o $@.tmp \
+	g++ -std=c++20 -O2 -Wall -Wextra -fPIC -shared -isystem $(NATIVE_WHEEL)/mlx/include -o $@.tmp \
 	  $(filter %.cpp,$^) -L$(NATIVE_WHEEL)/mlx/lib -lmlx -Wl,-rpath,'$$ORIGIN' -Wl,--no-undefined
 	mv $@.tmp $@
 
