@@ -28,7 +28,7 @@ from mlx_lm.convert import mixed_quant_predicate_builder
 from mlx_lm.utils import _get_classes, load_model, quantize_model, save_config, save_model
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from oracle_common import fingerprint_dir, oracle_dir, versions, write_json  # noqa: E402
+from oracle_common import data_dir, fingerprint_dir, oracle_dir, versions, write_json  # noqa: E402
 
 SEED = 20261130
 
@@ -178,6 +178,17 @@ def derive(src: Path, out: Path, dtype: str, quant) -> None:
     save(model, config, out)
 
 
+def copy_llama3_tokenizer(out: Path) -> None:
+    """Give the 1B-shaped model the Llama 3.1 tokenizer (same 128256 ids) from
+    `make data`, so both sides of `make bench` can feed it the same text."""
+    src = data_dir() / "tokenizers" / "llama3_1"
+    if not (src / "tokenizer.json").exists():
+        print(f"make_tiny: no {src}/tokenizer.json (run make data-tok): bench needs --prompt-tokens", file=sys.stderr)
+        return
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(src / name, out / name)
+
+
 def build_big(models: Path, seed: int) -> list:
     """The Llama-3.2-1B-shaped model: built lazily in fp32 and cast before
     evaluation, so at most one fp32 tensor is alive at a time."""
@@ -191,10 +202,12 @@ def build_big(models: Path, seed: int) -> list:
         mx.eval(v)
     out = models / "llama1b-bf16"
     save(model, dict(LLAMA_1B, torch_dtype="bfloat16"), out)
+    copy_llama3_tokenizer(out)
     names.append(out.name)
     model, config = quantize_model(model, dict(LLAMA_1B, torch_dtype="bfloat16"), 64, 4)
     out = models / "llama1b-q4g64"
     save(model, config, out)
+    copy_llama3_tokenizer(out)
     names.append(out.name)
     return names
 
