@@ -1,0 +1,121 @@
+package models
+
+import (
+	"github.com/mlxgo/mlxgo/kv"
+	"github.com/mlxgo/mlxgo/mlx"
+)
+
+// qkNormPlace says where an architecture normalizes queries and keys per
+// head: qwen3 before moving the head axis, gemma3 after. The math is the
+// same; the op graph (and so the bits) follows mlx-lm.
+type qkNormPlace int
+
+const (
+	noQKNorm qkNormPlace = iota
+	qkNormBeforeTranspose
+	qkNormAfterTranspose
+)
+
+// attention is one layer's self-attention.
+type attention struct {
+	q, k, v, o     *linear
+	qNorm, kNorm   *mlx.Array
+	normPlace      qkNormPlace
+	eps            float32
+	heads, kvHeads int
+	scale          float32
+	rope           *rope
+}
+
+func (a *attention) apply(x *mlx.Array, mask kv.Mask, c kv.Cache) *mlx.Array {
+	b, l := x.Dim(0), x.Dim(1)
+	queries, keys, values := a.q.apply(x), a.k.apply(x), a.v.apply(x)
+	queries = mlx.Reshape(queries, b, l, a.heads, -1)
+	keys = mlx.Reshape(keys, b, l, a.kvHeads, -1)
+	if a.normPlace == qkNormBeforeTranspose {
+		queries = mlx.RMSNorm(queries, a.qNorm, a.eps)
+		keys = mlx.RMSNorm(keys, a.kNorm, a.eps)
+	}
+	queries = mlx.Transpose(queries, 0, 2, 1, 3)
+	keys = mlx.Transpose(keys, 0, 2, 1, 3)
+	values = mlx.Transpose(mlx.Reshape(values, b, l, a.kvHeads, -1), 0, 2, 1, 3)
+	if a.normPlace == qkNormAfterTranspose {
+		queries = mlx.RMSNorm(queries, a.qNorm, a.eps)
+		keys = mlx.RMSNorm(keys, a.kNorm, a.eps)
+	}
+	offset := 0
+	if c != nil {
+		offset = c.Offset()
+	}
+	queries = a.rope.apply(queries, offset)
+	keys = a.rope.apply(keys, offset)
+	out := kv.Attention(c, queries, keys, values, a.scale, mask)
+	out = mlx.Reshape(mlx.Transpose(out, 0, 2, 1, 3), b, l, -1)
+	return a.o.apply(out)
+}
+
+// mlp is the gated feed-forward block: swiglu (silu(gate)·up) or, for
+// gemma, gelu_approx(gate)·up.
+type mlp struct {
+	gate, up, down *linear
+	gelu           bool
+}
+
+func (m *mlp) apply(x *mlx.Array) *mlx.Array {
+	g, u := m.gate.apply(x), m.up.apply(x)
+	var h *mlx.Array
+	if m.gelu {
+		h = mlx.Multiply(geluApprox(g), u)
+	} else {
+		h = mlx.Multiply(mlx.Multiply(g, mlx.Sigmoid(g)), u) // nn.silu(gate) * x
+	}
+	return m.down.apply(h)
+}
+
+// geluApprox is nn.gelu_approx:
+// 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x**3))).
+func geluApprox(x *mlx.Array) *mlx.Array {
+	w := func(v float64) *mlx.Array { return mlx.ScalarLike(float32(v), x) }
+	cube := mlx.Power(x, w(3))
+	inner := mlx.Multiply(w(0.044715), cube)
+	inner = mlx.Add(x, inner)
+	inner = mlx.Multiply(w(0.7978845608028654), inner) // math.sqrt(2 / math.pi)
+	t := mlx.Add(w(1), mlx.Tanh(inner))
+	return mlx.Multiply(mlx.Multiply(w(0.5), x), t)
+}
+
+// block is one transformer layer. Llama-style blocks have two norms; gemma3
+// adds a norm after attention and after the MLP (sandwich norms).
+type block struct {
+	attn                    *attention
+	mlp                     *mlp
+	inputNorm, postAttnNorm *mlx.Array
+	preFFNorm, postFFNorm   *mlx.Array // gemma3 only
+	eps                     float32
+	sandwich                bool
+	sliding                 bool
+}
+
+func (b *block) apply(x *mlx.Array, mask kv.Mask, c kv.Cache) *mlx.Array {
+	r := b.attn.apply(mlx.RMSNorm(x, b.inputNorm, b.eps), mask, c)
+	if !b.sandwich {
+		h := mlx.Add(x, r)
+		r = b.mlp.apply(mlx.RMSNorm(h, b.postAttnNorm, b.eps))
+		return mlx.Add(h, r)
+	}
+	h := clipResidual(x, mlx.RMSNorm(r, b.postAttnNorm, b.eps))
+	r = b.mlp.apply(mlx.RMSNorm(h, b.preFFNorm, b.eps))
+	return clipResidual(h, mlx.RMSNorm(r, b.postFFNorm, b.eps))
+}
+
+// clipResidual is gemma3's residual add: plain for bfloat16 and float32,
+// computed in float32 and clipped to the float16 range for float16.
+func clipResidual(x, y *mlx.Array) *mlx.Array {
+	if x.Dtype() != mlx.Float16 {
+		return mlx.Add(x, y)
+	}
+	bound := float32(65504)
+	s := mlx.Add(mlx.AsType(x, mlx.Float32), mlx.AsType(y, mlx.Float32))
+	s = mlx.Clip(s, mlx.Scalar(-bound, mlx.Float32), mlx.Scalar(bound, mlx.Float32))
+	return mlx.AsType(s, mlx.Float16)
+}

@@ -1,0 +1,303 @@
+package models_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/mlxgo/mlxgo/internal/testenv"
+	"github.com/mlxgo/mlxgo/kv"
+	"github.com/mlxgo/mlxgo/mlx"
+	"github.com/mlxgo/mlxgo/models"
+	"github.com/mlxgo/mlxgo/models/safetensors"
+)
+
+// oracleCase is one entry of the oracle's cases/index.json (logits.py).
+type oracleCase struct {
+	File             string            `json:"file"`
+	Model            string            `json:"model"`
+	ModelFiles       map[string]string `json:"model_files"`
+	LogitsDtype      string            `json:"logits_dtype"`
+	PrefillChunks    []int             `json:"prefill_chunks"`
+	Steps            int               `json:"steps"`
+	KVBits           *int              `json:"kv_bits"`
+	KVGroupSize      int               `json:"kv_group_size"`
+	QuantizedKVStart int               `json:"quantized_kv_start"`
+	MaxKVSize        *int              `json:"max_kv_size"`
+	SourceGGUF       string            `json:"source_gguf"`
+	Calls            []struct {
+		Tokens int      `json:"tokens"`
+		Offset int      `json:"offset"`
+		Caches []string `json:"caches"`
+	} `json:"calls"`
+}
+
+func oracleDir() string {
+	if d := os.Getenv("MLXGO_ORACLE_DIR"); d != "" {
+		return d
+	}
+	return filepath.Join(testenv.RepoRoot(), ".cache", "oracle")
+}
+
+var fixturesOnce sync.Once
+
+var stepScopes = false // TODO: true once mlx.Detach exists
+
+// oracleCases returns the fixtures, generating them with the oracle scripts
+// when absent (they are never committed).
+func oracleCases(t *testing.T) map[string]oracleCase {
+	t.Helper()
+	index := filepath.Join(oracleDir(), "cases", "index.json")
+	fixturesOnce.Do(func() {
+		if _, err := os.Stat(index); err == nil {
+			return
+		}
+		py := testenv.Python(t)
+		scripts := filepath.Join(testenv.RepoRoot(), "models", "testdata", "oracle")
+		run := func(args ...string) {
+			cmd := exec.Command(py, args...)
+			cmd.Dir = scripts
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("cannot generate oracle fixtures (%s): %v\n%s", strings.Join(args, " "), err, out)
+			}
+		}
+		run("make_tiny.py")
+		run("logits.py", "--suite")
+		if _, err := os.Stat(filepath.Join(testenv.DataDir(), "smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")); err == nil {
+			run("smollm2_gguf.py")
+		}
+	})
+	data, err := os.ReadFile(index)
+	if err != nil {
+		testenv.Missing(t, "oracle fixtures "+index, "python models/testdata/oracle/make_tiny.py && python models/testdata/oracle/logits.py --suite")
+	}
+	var idx struct {
+		Cases map[string]oracleCase `json:"cases"`
+	}
+	if err := json.Unmarshal(data, &idx); err != nil {
+		t.Fatalf("cannot parse %s: %v", index, err)
+	}
+	if len(idx.Cases) == 0 {
+		t.Fatalf("%s lists no cases", index)
+	}
+	return idx.Cases
+}
+
+// fixture is a case's arrays.
+type fixture struct {
+	prompt, tokens []int32
+	logits         []float32 // [steps+1, vocab]
+	vocab          int
+}
+
+func readFixture(t *testing.T, path string) fixture {
+	t.Helper()
+	f, err := safetensors.Open(path)
+	if err != nil {
+		t.Fatalf("cannot open fixture: %v", err)
+	}
+	defer f.Close()
+	get := func(name string) (safetensors.TensorInfo, []byte) {
+		ti, ok := f.Tensor(name)
+		if !ok {
+			t.Fatalf("fixture %s has no %s", path, name)
+		}
+		return ti, f.Data(ti)
+	}
+	var fx fixture
+	_, p := get("prompt_ids")
+	fx.prompt = bytesAs[int32](p)
+	_, tk := get("tokens")
+	fx.tokens = bytesAs[int32](tk)
+	li, l := get("logits")
+	fx.logits = bytesAs[float32](l)
+	fx.vocab = li.Shape[1]
+	return fx
+}
+
+func bytesAs[T int32 | float32](b []byte) []T {
+	out := make([]T, len(b)/4)
+	for i := range out {
+		u := uint32(b[4*i]) | uint32(b[4*i+1])<<8 | uint32(b[4*i+2])<<16 | uint32(b[4*i+3])<<24
+		switch p := any(&out[i]).(type) {
+		case *int32:
+			*p = int32(u)
+		case *float32:
+			*p = math.Float32frombits(u)
+		}
+	}
+	return out
+}
+
+// cacheKind names a cache the way the oracle's trace does.
+func cacheKind(c kv.Cache) string {
+	switch c.(type) {
+	case *kv.KVCache:
+		return "KVCache"
+	case *kv.Rotating:
+		return "RotatingKVCache"
+	case *kv.Quantized:
+		return "QuantizedKVCache"
+	}
+	return fmt.Sprintf("%T", c)
+}
+
+// compareRow reports the first element whose bits differ and the largest
+// absolute difference (NaN equal to NaN).
+func compareRow(got, want []float32) (first int, maxDiff float64) {
+	first = -1
+	for i := range want {
+		g, w := got[i], want[i]
+		if math.Float32bits(g) == math.Float32bits(w) || (g != g && w != w) {
+			continue
+		}
+		if first < 0 {
+			first = i
+		}
+		maxDiff = math.Max(maxDiff, math.Abs(float64(g)-float64(w)))
+	}
+	return first, maxDiff
+}
+
+// TestL1 replays every oracle case: the same prefill split, the call on
+// the last prompt token, then greedy decode fed with the oracle's tokens,
+// and requires logits bit-identical to mlx-lm's at every recorded row.
+func TestL1(t *testing.T) {
+	needMLX(t)
+	cases := oracleCases(t)
+	names := make([]string, 0, len(cases))
+	for n := range cases {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		c := cases[name]
+		t.Run(name, func(t *testing.T) {
+			runCase(t, c, filepath.Join(oracleDir(), c.Model), true)
+		})
+		if c.SourceGGUF != "" {
+			t.Run(name+"/from-gguf", func(t *testing.T) {
+				runCase(t, c, testenv.DataFile(t, c.SourceGGUF), false)
+			})
+		}
+	}
+}
+
+func runCase(t *testing.T, c oracleCase, modelPath string, checkFiles bool) {
+	fx := readFixture(t, filepath.Join(oracleDir(), "cases", c.File))
+	if testing.Short() && fx.vocab > 4096 {
+		t.Skip("real-size model: skipped with -short")
+	}
+	if len(fx.tokens) != c.Steps || len(fx.logits) != (c.Steps+1)*fx.vocab {
+		t.Fatalf("fixture shapes: %d tokens, %d logits for %d steps x vocab %d", len(fx.tokens), len(fx.logits), c.Steps, fx.vocab)
+	}
+	opts := kv.Options{KVGroupSize: c.KVGroupSize}
+	if c.MaxKVSize != nil {
+		opts.MaxKVSize = *c.MaxKVSize
+	}
+	if c.KVBits != nil {
+		opts.KVBits = *c.KVBits
+	}
+	do(t, func() error {
+		m, err := models.Load(modelPath, models.LoadOptions{})
+		if err != nil {
+			return err
+		}
+		defer m.Close()
+		if checkFiles {
+			got, err := m.Info().Artifact.FileDigests()
+			if err != nil {
+				return err
+			}
+			if !reflect.DeepEqual(got, c.ModelFiles) {
+				return fmt.Errorf("model files differ from the fixture's: got %v, want %v", got, c.ModelFiles)
+			}
+		}
+		caches := m.NewCaches(opts)
+		defer kv.FreeAll(caches)
+		call := 0
+		// forward runs one call the way generate_step does and returns the
+		// last position's logits as float32.
+		forward := func(ids []int32) ([]float32, string, error) {
+			if call < len(c.Calls) {
+				want := c.Calls[call]
+				kinds := map[string]bool{}
+				for _, cc := range caches {
+					kinds[cacheKind(cc)] = true
+				}
+				var got []string
+				for k := range kinds {
+					got = append(got, k)
+				}
+				sort.Strings(got)
+				if want.Tokens != len(ids) || want.Offset != caches[0].Offset() || !reflect.DeepEqual(got, want.Caches) {
+					return nil, "", fmt.Errorf("call %d: %d tokens at offset %d with %v, oracle: %d at %d with %v",
+						call, len(ids), caches[0].Offset(), got, want.Tokens, want.Offset, want.Caches)
+				}
+			}
+			call++
+			if stepScopes {
+				s := mlx.NewScope()
+				defer s.Close()
+			}
+			logits := m.Forward(mlx.FromSlice(ids, 1, len(ids)), caches)
+			last := mlx.Squeeze(mlx.Slice(logits, []int{0, len(ids) - 1, 0}, []int{1, len(ids), fx.vocab}), 0, 1)
+			if err := kv.MaybeQuantize(caches, c.QuantizedKVStart, opts.GroupSize(), opts.KVBits); err != nil {
+				return nil, "", err
+			}
+			row, err := mlx.AsType(last, mlx.Float32).Float32s()
+			if err != nil {
+				return nil, "", err
+			}
+			if err := mlx.Eval(kv.States(caches)...); err != nil {
+				return nil, "", err
+			}
+			return row, logits.Dtype().String(), nil
+		}
+		pos := 0
+		for _, n := range c.PrefillChunks[:len(c.PrefillChunks)-1] {
+			if _, _, err := forward(fx.prompt[pos : pos+n]); err != nil {
+				return err
+			}
+			pos += n
+		}
+		if pos != len(fx.prompt)-1 {
+			return fmt.Errorf("prefill chunks %v cover %d of %d prompt tokens", c.PrefillChunks, pos, len(fx.prompt))
+		}
+		live := int64(-1)
+		for step := 0; step <= c.Steps; step++ {
+			in := fx.prompt[pos:]
+			if step > 0 {
+				in = fx.tokens[step-1 : step]
+			}
+			row, dtype, err := forward(in)
+			if err != nil {
+				return fmt.Errorf("step %d: %w", step, err)
+			}
+			if dtype != c.LogitsDtype {
+				return fmt.Errorf("logits dtype %s, oracle %s", dtype, c.LogitsDtype)
+			}
+			want := fx.logits[step*fx.vocab : (step+1)*fx.vocab]
+			if i, d := compareRow(row, want); i >= 0 {
+				return fmt.Errorf("row %d (step %d): first difference at vocab index %d: got %v, want %v; max abs diff %g",
+					step, step, i, row[i], want[i], d)
+			}
+			// Decode steps must not accumulate arrays: the caches replace
+			// their buffers, everything else dies with the step's scope.
+			if step == 2 {
+				live = mlx.LiveArrays()
+			} else if stepScopes && step > 2 && !strings.Contains(c.Model, "kv") && c.KVBits == nil && mlx.LiveArrays() != live {
+				return fmt.Errorf("step %d: %d live arrays, %d at step 2", step, mlx.LiveArrays(), live)
+			}
+		}
+		return nil
+	})
+}

@@ -1,0 +1,96 @@
+package models
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/mlxgo/mlxgo/mlx"
+	"github.com/mlxgo/mlxgo/models/safetensors"
+)
+
+// ErrUnsupportedModel is wrapped by Load's error for an unknown model_type.
+var ErrUnsupportedModel = errors.New("unsupported model type")
+
+// Load reads a model: a directory holding config.json and safetensors
+// weights (single file or sharded, MLX-quantized or not), or a .gguf file.
+// Call it inside mlx.Do; the weights belong to the model until Close.
+func Load(path string, opts LoadOptions) (Model, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot open model: %w", err)
+	}
+	if !st.IsDir() {
+		if strings.EqualFold(filepath.Ext(path), ".gguf") {
+			return loadGGUF(path)
+		}
+		return nil, fmt.Errorf("cannot open model %s: want a model directory (config.json + safetensors) or a .gguf file", path)
+	}
+	return loadDir(path)
+}
+
+func loadDir(dir string) (Model, error) {
+	cfgPath := filepath.Join(dir, "config.json")
+	data, err := os.ReadFile(cfgPath)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read model config: %w", err)
+	}
+	cfg, err := ParseConfig(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", cfgPath, err)
+	}
+	// mlx-lm's load_config: generation_config.json's eos_token_id wins.
+	if g, err := os.ReadFile(filepath.Join(dir, "generation_config.json")); err == nil {
+		var gc struct {
+			EOS TokenIDs `json:"eos_token_id"`
+		}
+		if json.Unmarshal(g, &gc) == nil && len(gc.EOS) > 0 {
+			cfg.EOSTokenID = gc.EOS
+		}
+	}
+	build, ok := builders[cfg.ModelType]
+	if !ok {
+		return nil, unsupported(cfg.ModelType)
+	}
+	set, err := safetensors.OpenDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("cannot open model weights: %w", err)
+	}
+	// MLX copies the bytes into its own memory, so the mapping can go once
+	// the model is built.
+	defer set.Close()
+	src := map[string]tensorSource{}
+	files := []string{cfgPath}
+	for _, f := range set.Files {
+		files = append(files, f.Path)
+	}
+	for _, name := range set.Names() {
+		t, _ := set.Tensor(name)
+		dt := t.DType.MLX()
+		src[name] = tensorSource{shape: t.Shape, dtype: dt, load: func() (*mlx.Array, error) {
+			if dt == "" {
+				return nil, fmt.Errorf("tensor dtype %s is not supported", t.DType)
+			}
+			d, err := mlx.ParseDtype(dt)
+			if err != nil {
+				return nil, err
+			}
+			return mlx.FromBytes(t.Data, d, t.Shape...), nil
+		}}
+	}
+	d, err := build(cfg, newWeightSet(src, cfg.Quantization))
+	if err != nil {
+		return nil, fmt.Errorf("cannot load %s model from %s: %w", cfg.ModelType, dir, err)
+	}
+	d.info.Format = "safetensors"
+	d.info.Path = dir
+	d.info.Artifact = newArtifact(files)
+	return d, nil
+}
+
+func unsupported(modelType string) error {
+	return fmt.Errorf("%w %q: supported model types are %s", ErrUnsupportedModel, modelType, strings.Join(Supported(), ", "))
+}

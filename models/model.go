@@ -1,0 +1,128 @@
+package models
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+
+	"github.com/mlxgo/mlxgo/kv"
+	"github.com/mlxgo/mlxgo/mlx"
+)
+
+// Model is a loaded decoder language model.
+type Model interface {
+	// Forward runs token ids [B, L] (int32) with one cache per layer (or
+	// nil caches) and returns logits [B, L, vocab] exactly as mlx-lm's
+	// Model.__call__ does (same op graph, same dtypes).
+	Forward(tokens *mlx.Array, caches []kv.Cache) *mlx.Array
+	// NewCaches is mlx-lm's make_prompt_cache for this model.
+	NewCaches(opts kv.Options) []kv.Cache
+	// Info describes the model and its artifact.
+	Info() Info
+	// Close frees the weights (call inside mlx.Do).
+	Close() error
+}
+
+// Info is what a model is: its architecture, sizes, numeric scheme and the
+// artifact it was loaded from.
+type Info struct {
+	ModelType     string
+	VocabSize     int
+	ContextLength int // max_position_embeddings, or GGUF context_length; 0 if unknown
+	NumLayers     int
+	EOS           []int  // eos_token_id from the config (generation_config.json wins)
+	Dtype         string // activation dtype: that of the embedding (scales when quantized)
+	Quantization  string // "none", or the default scheme and override count
+	Format        string // "safetensors" or "gguf"
+	Path          string
+	// Artifact identifies the exact files; hashing is deferred until asked.
+	Artifact *Artifact
+}
+
+// LoadOptions tunes Load. The zero value is mlx-lm's behaviour.
+type LoadOptions struct{}
+
+// Artifact is the set of files a model was loaded from; its fingerprint
+// (DESIGN.md §9) is computed on first use and cached, since hashing
+// gigabytes of weights would delay the first token.
+type Artifact struct {
+	Files []string // absolute paths: config.json and weight files
+
+	once    sync.Once
+	digests map[string]string
+	sum     string
+	err     error
+}
+
+func newArtifact(files []string) *Artifact {
+	files = append([]string(nil), files...)
+	sort.Strings(files)
+	return &Artifact{Files: files}
+}
+
+// FileDigests is the sha256 of each file, by base name (the form the
+// oracle's fingerprint_dir records).
+func (a *Artifact) FileDigests() (map[string]string, error) {
+	a.compute()
+	return a.digests, a.err
+}
+
+// Fingerprint is sha256 over "name sha256\n" lines of every file, sorted
+// by name: it changes when any byte of any file does.
+func (a *Artifact) Fingerprint() (string, error) {
+	a.compute()
+	return a.sum, a.err
+}
+
+func (a *Artifact) compute() {
+	a.once.Do(func() {
+		a.digests = map[string]string{}
+		h := sha256.New()
+		for _, f := range a.Files {
+			d, err := sha256File(f)
+			if err != nil {
+				a.err = fmt.Errorf("cannot fingerprint the model: %w", err)
+				return
+			}
+			a.digests[filepath.Base(f)] = d
+			fmt.Fprintf(h, "%s %s\n", filepath.Base(f), d)
+		}
+		a.sum = hex.EncodeToString(h.Sum(nil))
+	})
+}
+
+func sha256File(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("cannot read %s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// builders maps model_type to the function building that architecture.
+var builders = map[string]func(*Config, *weightSet) (*decoder, error){
+	"llama":       buildLlama,
+	"qwen2":       buildQwen2,
+	"qwen3":       buildQwen3,
+	"gemma3_text": buildGemma3,
+}
+
+// Supported lists the model types Load accepts.
+func Supported() []string {
+	out := make([]string, 0, len(builders))
+	for k := range builders {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

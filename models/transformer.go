@@ -1,0 +1,175 @@
+package models
+
+import (
+	"fmt"
+
+	"github.com/mlxgo/mlxgo/kv"
+	"github.com/mlxgo/mlxgo/mlx"
+)
+
+// decoder is the one forward pass the supported architectures share; the
+// builders in llama.go, qwen.go and gemma3.go set the knobs where their
+// mlx-lm classes differ.
+type decoder struct {
+	embed    *embedding
+	embedMul *mlx.Array // gemma3: sqrt(hidden) as bfloat16 (nil: none)
+	layers   []*block
+	norm     *mlx.Array
+	eps      float32
+	lmHead   *linear // nil: tied to the embedding (as_linear)
+	ws       *weightSet
+	info     Info
+	cfg      *Config
+	// Mask selection: globalIdx/slidingIdx are the layers whose caches make
+	// the full and sliding-window masks (mlx-lm's fa_idx / swa_idx, or
+	// gemma3's sliding_window_pattern - 1 and 0); slidingIdx < 0: none.
+	globalIdx, slidingIdx int
+	window                int
+	// makeCache is the architecture's own make_cache; nil: mlx-lm's default
+	// (KVCache, or RotatingKVCache(max_kv_size, keep=4) when asked).
+	makeCache func() []kv.Cache
+}
+
+func cacheAt(caches []kv.Cache, i int) kv.Cache {
+	if i < 0 || i >= len(caches) {
+		return nil
+	}
+	return caches[i]
+}
+
+// Forward implements Model.
+func (d *decoder) Forward(tokens *mlx.Array, caches []kv.Cache) *mlx.Array {
+	if caches != nil && len(caches) != len(d.layers) {
+		return mlx.Reshape(tokens, -1, -1) // an error array: wrong cache count
+	}
+	h := d.embed.lookup(tokens)
+	if d.embedMul != nil {
+		h = mlx.Multiply(h, mlx.AsType(d.embedMul, h.Dtype()))
+	}
+	n := h.Dim(1)
+	full := kv.AttentionMask(n, cacheAt(caches, d.globalIdx), 0)
+	var sliding kv.Mask
+	if d.slidingIdx >= 0 {
+		sliding = kv.AttentionMask(n, cacheAt(caches, d.slidingIdx), d.window)
+	}
+	for i, l := range d.layers {
+		mask := full
+		if l.sliding {
+			mask = sliding
+		}
+		h = l.apply(h, mask, cacheAt(caches, i))
+	}
+	h = mlx.RMSNorm(h, d.norm, d.eps)
+	if d.lmHead != nil {
+		return d.lmHead.apply(h)
+	}
+	return d.embed.asLinear(h)
+}
+
+// NewCaches implements Model: the architecture's make_cache when mlx-lm's
+// class has one (which then ignores MaxKVSize, as mlx-lm does), else
+// rotating caches of MaxKVSize keeping 4 tokens, else growable caches.
+func (d *decoder) NewCaches(opts kv.Options) []kv.Cache {
+	if d.makeCache != nil {
+		return d.makeCache()
+	}
+	out := make([]kv.Cache, len(d.layers))
+	for i := range out {
+		if opts.MaxKVSize > 0 {
+			out[i] = kv.NewRotating(opts.MaxKVSize, 4)
+		} else {
+			out[i] = kv.NewKVCache()
+		}
+	}
+	return out
+}
+
+func (d *decoder) Info() Info { return d.info }
+
+func (d *decoder) Close() error {
+	if d.ws != nil {
+		d.ws.free()
+	}
+	return nil
+}
+
+// slidingCaches is the make_cache of llama (layer_types) and gemma3: a
+// rotating cache of the window for sliding layers, growable otherwise.
+func (d *decoder) slidingCaches() []kv.Cache {
+	out := make([]kv.Cache, len(d.layers))
+	for i, l := range d.layers {
+		if l.sliding {
+			out[i] = kv.NewRotating(d.window, 0)
+		} else {
+			out[i] = kv.NewKVCache()
+		}
+	}
+	return out
+}
+
+// layerSpec is what differs between the blocks of one architecture.
+type layerSpec struct {
+	headDim        int
+	bias           bool // q/k/v biases (qwen2, llama attention_bias)
+	oBias, mlpBias bool
+	normPlace      qkNormPlace
+	onePlus        bool // gemma: norms scale by 1 + weight
+	gelu, sandwich bool
+	scale          float32
+}
+
+// buildBlocks takes the layers' weights under model.layers.N.
+func buildBlocks(cfg *Config, ws *weightSet, spec layerSpec, ropeFor func(i int) (*rope, bool, error)) ([]*block, error) {
+	hidden, heads, kvHeads, hd := cfg.HiddenSize, cfg.NumAttentionHeads, cfg.kvHeads(), spec.headDim
+	eps := float32(floatOr(cfg.RMSNormEps, 0))
+	norm := func(name string, dims int) *mlx.Array {
+		w := ws.get(name, dims)
+		if spec.onePlus && w != nil {
+			w = ws.keepArray(mlx.Add(mlx.ScalarLike(1, w), w))
+		}
+		return w
+	}
+	blocks := make([]*block, cfg.NumHiddenLayers)
+	for i := range blocks {
+		p := fmt.Sprintf("model.layers.%d.", i)
+		r, sliding, err := ropeFor(i)
+		if err != nil {
+			return nil, err
+		}
+		a := &attention{
+			q:     ws.linear(p+"self_attn.q_proj", hidden, heads*hd, spec.bias),
+			k:     ws.linear(p+"self_attn.k_proj", hidden, kvHeads*hd, spec.bias),
+			v:     ws.linear(p+"self_attn.v_proj", hidden, kvHeads*hd, spec.bias),
+			o:     ws.linear(p+"self_attn.o_proj", heads*hd, hidden, spec.oBias),
+			heads: heads, kvHeads: kvHeads, scale: spec.scale, rope: r,
+			normPlace: spec.normPlace, eps: eps,
+		}
+		if spec.normPlace != noQKNorm {
+			a.qNorm = norm(p+"self_attn.q_norm.weight", hd)
+			a.kNorm = norm(p+"self_attn.k_norm.weight", hd)
+		}
+		b := &block{
+			attn: a,
+			mlp: &mlp{
+				gate: ws.linear(p+"mlp.gate_proj", hidden, cfg.IntermediateSize, spec.mlpBias),
+				up:   ws.linear(p+"mlp.up_proj", hidden, cfg.IntermediateSize, spec.mlpBias),
+				down: ws.linear(p+"mlp.down_proj", cfg.IntermediateSize, hidden, spec.mlpBias),
+				gelu: spec.gelu,
+			},
+			inputNorm:    norm(p+"input_layernorm.weight", hidden),
+			postAttnNorm: norm(p+"post_attention_layernorm.weight", hidden),
+			eps:          eps,
+			sandwich:     spec.sandwich,
+			sliding:      sliding,
+		}
+		if spec.sandwich {
+			b.preFFNorm = norm(p+"pre_feedforward_layernorm.weight", hidden)
+			b.postFFNorm = norm(p+"post_feedforward_layernorm.weight", hidden)
+		}
+		if ws.err != nil {
+			return nil, ws.err
+		}
+		blocks[i] = b
+	}
+	return blocks, nil
+}
