@@ -30,6 +30,10 @@ func scriptParams(t *testing.T) testscript.Params {
 				}
 			}
 			e.Setenv("DATA", testenv.DataDir())
+			// The tarball `make native` built, for scripts that download it.
+			if v, ok := native.LookupVariant("linux-amd64-cpu"); ok {
+				e.Setenv("PACKTAR", filepath.Join(testenv.RepoRoot(), ".cache", "native", v.TarballName(native.PackVersion)))
+			}
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
