@@ -1,0 +1,150 @@
+package models
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+const tinyLlama = `{"model_type":"llama","hidden_size":64,"num_hidden_layers":2,"intermediate_size":128,
+"num_attention_heads":4,"vocab_size":512,"rms_norm_eps":1e-5`
+
+func TestParseConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name, json string
+		check      func(*Config) error
+		wantErr    string
+	}{
+		{name: "eos int", json: tinyLlama + `,"eos_token_id":2}`, check: func(c *Config) error {
+			if !reflect.DeepEqual([]int(c.EOSTokenID), []int{2}) {
+				return errors.New("eos int not decoded")
+			}
+			return nil
+		}},
+		{name: "eos list", json: tinyLlama + `,"eos_token_id":[1,7,9]}`, check: func(c *Config) error {
+			if !reflect.DeepEqual([]int(c.EOSTokenID), []int{1, 7, 9}) {
+				return errors.New("eos list not decoded")
+			}
+			return nil
+		}},
+		{name: "quantization overrides", json: tinyLlama + `,"quantization":{"group_size":64,"bits":4,"mode":"affine",
+			"model.embed_tokens":{"group_size":32,"bits":8},"lm_head":false}}`, check: func(c *Config) error {
+			q := c.Quantization
+			if q.GroupSize != 64 || q.Bits != 4 || q.Mode != "affine" {
+				return errors.New("default scheme not decoded")
+			}
+			if e := q.Modules["model.embed_tokens"]; e == nil || e.Bits != 8 || e.GroupSize != 32 || e.Mode != "affine" {
+				return errors.New("override not decoded")
+			}
+			if m, ok := q.Modules["lm_head"]; !ok || m != nil {
+				return errors.New("false override not decoded as unquantized")
+			}
+			return nil
+		}},
+		{name: "rope scaling", json: tinyLlama + `,"rope_scaling":{"rope_type":"llama3","factor":32.0}}`, check: func(c *Config) error {
+			if c.RopeScaling.Type() != "llama3" {
+				return errors.New("rope type " + c.RopeScaling.Type())
+			}
+			if f, err := c.RopeScaling.Float("factor", 0); err != nil || f != 32 {
+				return errors.New("factor not read")
+			}
+			return nil
+		}},
+		{name: "not json", json: `{"model_type":`, wantErr: "cannot parse config.json"},
+		{name: "no model type", json: `{"hidden_size":64}`, wantErr: "model_type is missing"},
+		{name: "zero hidden", json: `{"model_type":"llama","hidden_size":0}`, wantErr: "hidden_size = 0"},
+		{name: "huge vocab", json: strings.Replace(tinyLlama, `"vocab_size":512`, `"vocab_size":999999999`, 1) + `}`, wantErr: "vocab_size"},
+		{name: "bad bits", json: tinyLlama + `,"quantization":{"group_size":64,"bits":7}}`, wantErr: "bits 7"},
+		{name: "bad mode", json: tinyLlama + `,"quantization":{"group_size":32,"bits":4,"mode":"nvfp4"}}`, wantErr: "not supported"},
+		{name: "bad eos", json: tinyLlama + `,"eos_token_id":"x"}`, wantErr: "eos_token_id"},
+		{name: "negative eps", json: strings.Replace(tinyLlama, `1e-5`, `-1`, 1) + `}`, wantErr: "rms_norm_eps"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := ParseConfig([]byte(tc.json))
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := tc.check(c); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestLoadErrors covers what a user can get wrong before any weight is
+// read: these need no native library.
+func TestLoadErrors(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		d := filepath.Join(dir, name)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if body != "" {
+			if err := os.WriteFile(filepath.Join(d, "config.json"), []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return d
+	}
+	other := filepath.Join(dir, "weights.bin")
+	os.WriteFile(other, []byte("x"), 0o644)
+	badGGUF := filepath.Join(dir, "bad.gguf")
+	os.WriteFile(badGGUF, []byte("GGUF\x03\x00"), 0o644)
+	for _, tc := range []struct {
+		name, path, want string
+		is               error
+	}{
+		{"missing path", filepath.Join(dir, "nope"), "cannot open model", nil},
+		{"no config", write("empty", ""), "cannot read model config", nil},
+		{"unknown architecture", write("mamba", `{"model_type":"mamba","hidden_size":8,"num_hidden_layers":1,"intermediate_size":8,"num_attention_heads":1,"vocab_size":8}`),
+			"supported model types are gemma3_text, llama, qwen2, qwen3", ErrUnsupportedModel},
+		{"no weights", write("noweights", tinyLlama+`}`), "cannot open model weights", nil},
+		{"not a model file", other, "want a model directory", nil},
+		{"truncated gguf", badGGUF, "cannot open GGUF model", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := Load(tc.path, LoadOptions{})
+			if err == nil {
+				m.Close()
+				t.Fatal("loaded")
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %q, want it to contain %q", err, tc.want)
+			}
+			if tc.is != nil && !errors.Is(err, tc.is) {
+				t.Fatalf("error %v is not %v", err, tc.is)
+			}
+		})
+	}
+}
+
+func FuzzParseConfig(f *testing.F) {
+	f.Add([]byte(tinyLlama + `}`))
+	f.Add([]byte(tinyLlama + `,"eos_token_id":[1,2],"quantization":{"group_size":64,"bits":4,"lm_head":false,"x":{"bits":8,"group_size":32}}}`))
+	f.Add([]byte(tinyLlama + `,"rope_scaling":{"type":"linear","factor":"x"},"head_dim":null}`))
+	f.Add([]byte(`{"model_type":"gemma3_text","quantization":[]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := ParseConfig(data)
+		if err != nil {
+			return
+		}
+		// What the loaders read next must not panic either.
+		_ = c.RopeScaling.Type()
+		_, _ = c.RopeScaling.Float("factor", 1)
+		_ = c.Quantization.String()
+		_ = c.kvHeads()
+		if c.HiddenSize <= 0 || c.VocabSize <= 0 || c.NumHiddenLayers <= 0 {
+			t.Fatalf("validated config with non-positive sizes: %+v", c)
+		}
+	})
+}
