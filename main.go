@@ -87,7 +87,9 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 	name, rest := args[0], args[1:]
 	var cmd command
 	switch name {
-	case "generate", "serve", "embed", "transcribe":
+	case "generate":
+		cmd = &generateCommand{m: m}
+	case "serve", "embed", "transcribe":
 		cmd = notYet{m: m, name: name}
 	case "tokenize":
 		cmd = &tokenizeCommand{m: m}

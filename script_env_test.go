@@ -39,6 +39,10 @@ func scriptParams(t *testing.T) testscript.Params {
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"copypack": cmdCopyPack,
 			"tamper":   cmdTamper,
+			// generate_*.txt
+			"writesafetensors": cmdWriteSafetensors,
+			"headcopy":         cmdHeadCopy,
+			"repeat":           cmdRepeat,
 		},
 		// [native]: an installed pack is there. In CI it is always "true", so a
 		// missing pack fails the script in copypack instead of skipping it.

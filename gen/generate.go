@@ -1,0 +1,326 @@
+// Package gen generates tokens from a decoder model with mlx-lm 0.32.2's
+// semantics: its sampler and logits processors (same ops, same order, same
+// use of MLX's global random keys), and its generate_step loop (the same
+// prefill split, KV quantization switch-over and one-step-ahead pipelining).
+// `mlxgo generate` uses it now and `mlxgo serve` will.
+//
+// Everything here runs on the MLX executor: call Generate inside mlx.Do.
+// gen never tokenizes or detokenizes; callers turn tokens into text.
+package gen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/mlxgo/mlxgo/kv"
+	"github.com/mlxgo/mlxgo/mlx"
+)
+
+// Model is what generation needs of a model; models.Model satisfies it.
+type Model interface {
+	Forward(tokens *mlx.Array, caches []kv.Cache) *mlx.Array
+	NewCaches(opts kv.Options) []kv.Cache
+}
+
+// DefaultPrefillStepSize is mlx-lm's prefill_step_size default.
+const DefaultPrefillStepSize = 2048
+
+// Options configure one generation. The zero value is mlx-lm's generate_step
+// with greedy sampling, except that MaxTokens 0 means no limit and
+// QuantizedKVStart is taken as given (mlx_lm.generate's default is
+// kv.DefaultQuantizedKVStart).
+type Options struct {
+	MaxTokens  int // tokens to generate; <= 0: until EOS or the context is full
+	Sampler    SamplerOptions
+	Processors ProcessorOptions
+	// PrefillStepSize is how many prompt tokens one prefill call takes
+	// (0: DefaultPrefillStepSize).
+	PrefillStepSize int
+	// KV picks the caches (max size, quantization bits and group size).
+	KV kv.Options
+	// QuantizedKVStart is the cache offset from which KV.KVBits applies.
+	QuantizedKVStart int
+	// EOS ids end generation; the EOS token itself is not emitted.
+	EOS []int32
+	// ContextLength > 0 bounds the prompt (longer is an error, never cut)
+	// and, when MaxTokens <= 0, the generation.
+	ContextLength int
+	// VocabSize > 0 bounds top-k and logit-bias ids.
+	VocabSize int
+}
+
+// ErrStop is what an emit function returns to end generation early (a stop
+// string was seen); Generate then returns without an error.
+var ErrStop = errors.New("stop requested")
+
+// ErrContext marks a prompt that does not fit the model's context.
+var ErrContext = errors.New("prompt does not fit the model's context")
+
+// Finish reasons, as OpenAI-style APIs name them.
+const (
+	FinishStop      = "stop"      // an EOS token or a stop string
+	FinishLength    = "length"    // MaxTokens or the context length
+	FinishCancelled = "cancelled" // the context was cancelled
+)
+
+// Stats are the figures of one generation. Times are wall clock on the
+// executor; PrefillDuration runs from the start of the prefill until the first
+// generated token is on the host (mlx-lm's prompt_tps uses the same span).
+type Stats struct {
+	PromptTokens    int
+	GeneratedTokens int // tokens emitted, EOS excluded
+	PrefillDuration time.Duration
+	FirstToken      time.Time     // when the first token was on the host
+	DecodeDuration  time.Duration // from the first token to the last
+	PeakMemory      uint64        // MLX's peak allocator figure at the end
+	KVBytes         int           // bytes the caches hold at the end
+	FinishReason    string
+}
+
+// PrefillTPS is prompt tokens per second of prefill.
+func (s Stats) PrefillTPS() float64 {
+	if s.PrefillDuration <= 0 {
+		return 0
+	}
+	return float64(s.PromptTokens) / s.PrefillDuration.Seconds()
+}
+
+// DecodeTPS is tokens per second after the first: (generated - 1) over the
+// time from the first token to the last, as bench_ref.py measures mlx-lm.
+func (s Stats) DecodeTPS() float64 {
+	if s.GeneratedTokens < 2 || s.DecodeDuration <= 0 {
+		return 0
+	}
+	return float64(s.GeneratedTokens-1) / s.DecodeDuration.Seconds()
+}
+
+// Generate runs prompt through m and calls emit with each generated token as
+// soon as it is on the host, until an EOS id, MaxTokens, the context length,
+// emit returning ErrStop, or ctx being cancelled (then it returns ctx's error
+// with the stats so far). It must run on the MLX executor.
+func Generate(ctx context.Context, m Model, prompt []int32, o Options, emit func(tok int32) error) (Stats, error) {
+	st := Stats{PromptTokens: len(prompt)}
+	switch {
+	case len(prompt) == 0:
+		return st, errors.New("cannot generate from an empty prompt")
+	case o.ContextLength > 0 && len(prompt) > o.ContextLength:
+		return st, fmt.Errorf("%w: %d prompt tokens, context length %d", ErrContext, len(prompt), o.ContextLength)
+	}
+	sampler, err := NewSampler(o.Sampler, o.VocabSize)
+	if err != nil {
+		return st, err
+	}
+	procs, err := NewProcessors(o.Processors, o.VocabSize)
+	if err != nil {
+		return st, err
+	}
+	maxTokens := o.MaxTokens
+	if maxTokens <= 0 && o.ContextLength > 0 {
+		maxTokens = o.ContextLength - len(prompt)
+		if maxTokens == 0 {
+			return st, fmt.Errorf("%w: %d prompt tokens leave no room to generate in context length %d", ErrContext, len(prompt), o.ContextLength)
+		}
+	}
+
+	outer := mlx.NewScope()
+	defer outer.Close()
+	l := &loop{m: m, o: o, sampler: sampler, procs: procs, caches: m.NewCaches(o.KV)}
+	defer func() { kv.FreeAll(l.caches) }()
+	for _, p := range procs {
+		l.history = max(l.history, p.Context(), 1)
+	}
+
+	start := time.Now()
+	rest, err := l.prefill(ctx, prompt)
+	if err != nil {
+		if ctx.Err() != nil {
+			st.FinishReason = FinishCancelled
+		}
+		return l.finish(st), err
+	}
+	y, lp, err := l.step(mlx.FromSlice(rest, len(rest)))
+	if err != nil {
+		return st, err
+	}
+	if err := mlx.AsyncEval(y, lp); err != nil {
+		return st, err
+	}
+
+	eos := map[int32]bool{}
+	for _, id := range o.EOS {
+		eos[id] = true
+	}
+	st.FinishReason = FinishLength
+	for n := 0; maxTokens <= 0 || n < maxTokens; n++ {
+		// One step ahead: the next token's graph is queued before this
+		// token is read back, so the host work below overlaps the model.
+		var nextY, nextLP *mlx.Array
+		if maxTokens <= 0 || n+1 < maxTokens {
+			if nextY, nextLP, err = l.step(y); err != nil {
+				return l.finish(st), err
+			}
+			if err := mlx.AsyncEval(nextY, nextLP); err != nil {
+				return l.finish(st), err
+			}
+		}
+		v, err := y.Item()
+		if err != nil {
+			return l.finish(st), fmt.Errorf("cannot read the sampled token: %w", err)
+		}
+		if n == 0 {
+			st.FirstToken = time.Now()
+			st.PrefillDuration = st.FirstToken.Sub(start)
+		}
+		y.Free()
+		lp.Free()
+		y, lp = nextY, nextLP
+		tok := int32(v)
+		if eos[tok] {
+			st.FinishReason = FinishStop
+			break
+		}
+		st.GeneratedTokens++
+		st.DecodeDuration = time.Since(st.FirstToken)
+		if err := emit(tok); err != nil {
+			if errors.Is(err, ErrStop) {
+				st.FinishReason = FinishStop
+				break
+			}
+			return l.finish(st), err
+		}
+		if err := ctx.Err(); err != nil {
+			st.FinishReason = FinishCancelled
+			return l.finish(st), err
+		}
+		if n%256 == 0 {
+			// generate_step returns freed buffers every 256 tokens.
+			if err := mlx.ClearCache(); err != nil {
+				return l.finish(st), err
+			}
+		}
+	}
+	return l.finish(st), nil
+}
+
+// loop is one generation's state between steps.
+type loop struct {
+	m       Model
+	o       Options
+	sampler Sampler
+	procs   []LogitsProcessor
+	caches  []kv.Cache
+	history int        // trailing tokens the processors read; 0: none kept
+	tokens  *mlx.Array // those tokens (int32 [N]), when history > 0
+}
+
+func (l *loop) finish(st Stats) Stats {
+	if m, err := mlx.Memory(); err == nil {
+		st.PeakMemory = m.Peak
+	}
+	st.KVBytes = kv.Nbytes(l.caches)
+	return st
+}
+
+// prefill feeds all but the last prompt token in chunks of
+// min(PrefillStepSize, remaining-1), quantizing and evaluating the caches
+// after each, as generate_step does; it returns the tokens left (at least
+// one).
+func (l *loop) prefill(ctx context.Context, prompt []int32) ([]int32, error) {
+	stepSize := l.o.PrefillStepSize
+	if stepSize <= 0 {
+		stepSize = DefaultPrefillStepSize
+	}
+	for len(prompt) > 1 {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		n := min(stepSize, len(prompt)-1)
+		err := func() error {
+			s := mlx.NewScope()
+			defer s.Close()
+			chunk := mlx.FromSlice(prompt[:n], 1, n)
+			// The logits of a prefill chunk are never read: evaluating the
+			// cache state computes only what the caches depend on.
+			l.m.Forward(chunk, l.caches)
+			if err := l.maybeQuantize(); err != nil {
+				return err
+			}
+			if err := mlx.Eval(kv.States(l.caches)...); err != nil {
+				return fmt.Errorf("cannot prefill the prompt: %w", err)
+			}
+			l.remember(mlx.Reshape(chunk, n), s)
+			return mlx.ClearCache()
+		}()
+		if err != nil {
+			return nil, err
+		}
+		prompt = prompt[n:]
+	}
+	return prompt, nil
+}
+
+func (l *loop) maybeQuantize() error {
+	if l.o.KV.KVBits == 0 {
+		return nil
+	}
+	return kv.MaybeQuantize(l.caches, l.o.QuantizedKVStart, l.o.KV.GroupSize(), l.o.KV.KVBits)
+}
+
+// remember appends input (int32 [L]) to the token history the processors
+// read, keeping only its last l.history tokens; s is the scope input lives
+// in, out of which the new history is kept.
+func (l *loop) remember(input *mlx.Array, s *mlx.Scope) {
+	if l.history == 0 {
+		return
+	}
+	next := input
+	if l.tokens != nil {
+		next = mlx.Concatenate([]*mlx.Array{l.tokens, input}, 0)
+	}
+	next = lastTokens(next, l.history)
+	s.Keep(next)
+	if l.tokens != nil && l.tokens != next {
+		l.tokens.Free()
+	}
+	l.tokens = next
+}
+
+// step is generate_step's _step: the model on input (int32 or uint32 [L]),
+// the last position's logits, the processors, the cache switch-over, the
+// log-softmax and the sampler. It returns the sampled token [1] and the
+// log-probabilities [1, V], kept out of the step's scope.
+func (l *loop) step(input *mlx.Array) (y, logprobs *mlx.Array, err error) {
+	s := mlx.NewScope()
+	defer s.Close()
+	if input.Dtype() != mlx.Int32 {
+		input = mlx.AsType(input, mlx.Int32)
+	}
+	n := input.Dim(0)
+	logits := l.m.Forward(mlx.Reshape(input, 1, n), l.caches)
+	if err := logits.Err(); err != nil {
+		return nil, nil, fmt.Errorf("cannot run the model: %w", err)
+	}
+	if logits.Ndim() != 3 {
+		return nil, nil, fmt.Errorf("cannot run the model: logits have shape %v, want [1, L, vocab]", logits.Shape())
+	}
+	v := logits.Dim(2)
+	logits = mlx.Reshape(mlx.Slice(logits, []int{0, n - 1, 0}, []int{1, n, v}), 1, v)
+	if len(l.procs) > 0 {
+		l.remember(input, s)
+		for _, p := range l.procs {
+			logits = p.Process(l.tokens, logits)
+		}
+	}
+	if err := l.maybeQuantize(); err != nil {
+		return nil, nil, err
+	}
+	logprobs = mlx.Subtract(logits, mlx.LogSumExp(logits, nil, true))
+	y = l.sampler.Sample(logprobs)
+	if err := y.Err(); err != nil {
+		return nil, nil, fmt.Errorf("cannot sample: %w", err)
+	}
+	s.Keep(y, logprobs)
+	return y, logprobs, nil
+}

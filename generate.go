@@ -1,0 +1,292 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/mlxgo/mlxgo/gen"
+	"github.com/mlxgo/mlxgo/kv"
+	"github.com/mlxgo/mlxgo/mlx"
+	"github.com/mlxgo/mlxgo/models"
+	"github.com/mlxgo/mlxgo/native"
+	"github.com/mlxgo/mlxgo/tok"
+	"github.com/mlxgo/mlxgo/tok/chat"
+)
+
+const generateUsage = `Usage: mlxgo generate [-m PATH] [flags]
+
+Generates text from a prompt and streams it to stdout as it is produced,
+ending with a newline. The prompt is -p TEXT or, without it, all of stdin
+(one trailing newline dropped). It goes through the model's chat template
+as the user message unless --raw is given. Decoding follows mlx-lm: greedy
+at --temp 0, else its sampler with the filters below, in its order.
+
+PATH is a model directory (config.json + safetensors), a .gguf file, or a
+Hugging Face repo id (ORG/NAME) already in the local cache ($HF_HUB_CACHE,
+$HF_HOME/hub or ~/.cache/huggingface/hub). Without -m: the default model,
+SmolLM2-135M-Instruct Q4_1, in $XDG_CACHE_HOME/mlxgo/models/ (make demo
+puts it there).
+
+Flags:
+	-m, --model PATH          the model (default: the default model)
+	-p, --prompt TEXT         the prompt (default: read stdin)
+	--system TEXT             a system message before the prompt
+	--raw                     no chat template: encode the prompt as is,
+	                          with the tokenizer's special tokens (BOS)
+	--no-think                pass enable_thinking=false to the template
+	--template-kwargs JSON    extra chat template variables (an object)
+	--max-tokens N            generate at most N tokens (default 100;
+	                          0: until EOS or the context is full)
+	--temp T                  sampling temperature; 0 is greedy (default 0)
+	--top-p P                 nucleus sampling mass, off at 1 (default 1)
+	--min-p P                 drop tokens below P x the top probability (default 0)
+	--min-tokens-to-keep N    tokens min-p always keeps (default 1)
+	--top-k K                 sample from the K most likely, 0 is off (default 0)
+	--repetition-penalty R    divide the logits of recent tokens by R, 0 is off
+	--repetition-context N    how many recent tokens R applies to (default 20)
+	--seed N                  seed MLX's random keys (default: not seeded)
+	--stop TEXT               stop before TEXT; repeatable; TEXT is never printed
+	--ignore-eos              keep going past end-of-sequence tokens
+	--kv-bits 4|8             quantize the KV cache from --quantized-kv-start
+	--kv-group-size N         KV quantization group size (default 64)
+	--quantized-kv-start N    cache length at which --kv-bits starts (default 5000)
+	--max-kv-size N           keep at most N tokens of KV (rotating, keeps 4)
+	--prefill-step N          prompt tokens per prefill call (default 2048)
+	--verbose                 print the model and the figures to stderr:
+	                          prompt tokens and prefill tok/s, generated
+	                          tokens and decode tok/s, peak memory
+	--json-stats              print the figures as one JSON object, the last
+	                          line on stderr (for make bench)
+
+A prompt longer than the model's context is an error, never cut. Ctrl-C
+stops at the next token; what was printed stays. Exit status: 0 done, 1
+failure, 2 usage error, 130 interrupted.
+
+Examples:
+	$ echo "Write a haiku about the sea" | mlxgo generate
+	$ mlxgo generate -m ./Qwen3-0.6B-4bit -p "Why is the sky blue?" --no-think --verbose
+	$ mlxgo generate -m model.gguf --raw --temp 0.7 --seed 1 --stop "\n\n" < notes.txt
+`
+
+type generateCommand struct{ m *Main }
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+// optionalUint is a flag that may be absent (the seed).
+type optionalUint struct {
+	set bool
+	v   uint64
+}
+
+func (o *optionalUint) String() string { return fmt.Sprint(o.v) }
+func (o *optionalUint) Set(s string) error {
+	_, err := fmt.Sscan(s, &o.v)
+	o.set = err == nil
+	return err
+}
+
+// generateFlags are the parsed flags of one run.
+type generateFlags struct {
+	model, prompt, system, kwargs string
+	promptSet, raw, noThink       bool
+	maxTokens                     int
+	sampler                       gen.SamplerOptions
+	repPenalty                    float64
+	repContext                    int
+	seed                          optionalUint
+	stops                         stringList
+	ignoreEOS                     bool
+	kvBits, kvGroup, kvStart      int
+	maxKV, prefillStep            int
+	verbose, jsonStats            bool
+}
+
+func (c *generateCommand) parse(args []string) (*generateFlags, error) {
+	f := &generateFlags{}
+	fs := c.m.newFlagSet("generate", generateUsage)
+	fs.StringVar(&f.model, "m", "", "")
+	fs.StringVar(&f.model, "model", "", "")
+	fs.StringVar(&f.prompt, "p", "", "")
+	fs.StringVar(&f.prompt, "prompt", "", "")
+	fs.StringVar(&f.system, "system", "", "")
+	fs.BoolVar(&f.raw, "raw", false, "")
+	fs.BoolVar(&f.noThink, "no-think", false, "")
+	fs.StringVar(&f.kwargs, "template-kwargs", "", "")
+	fs.IntVar(&f.maxTokens, "max-tokens", 100, "")
+	fs.Float64Var(&f.sampler.Temp, "temp", 0, "")
+	fs.Float64Var(&f.sampler.TopP, "top-p", 1, "")
+	fs.Float64Var(&f.sampler.MinP, "min-p", 0, "")
+	fs.IntVar(&f.sampler.MinTokensToKeep, "min-tokens-to-keep", 1, "")
+	fs.IntVar(&f.sampler.TopK, "top-k", 0, "")
+	fs.Float64Var(&f.repPenalty, "repetition-penalty", 0, "")
+	fs.IntVar(&f.repContext, "repetition-context", gen.DefaultPenaltyContext, "")
+	fs.Var(&f.seed, "seed", "")
+	fs.Var(&f.stops, "stop", "")
+	fs.BoolVar(&f.ignoreEOS, "ignore-eos", false, "")
+	fs.IntVar(&f.kvBits, "kv-bits", 0, "")
+	fs.IntVar(&f.kvGroup, "kv-group-size", kv.DefaultKVGroupSize, "")
+	fs.IntVar(&f.kvStart, "quantized-kv-start", kv.DefaultQuantizedKVStart, "")
+	fs.IntVar(&f.maxKV, "max-kv-size", 0, "")
+	fs.IntVar(&f.prefillStep, "prefill-step", gen.DefaultPrefillStepSize, "")
+	fs.BoolVar(&f.verbose, "verbose", false, "")
+	fs.BoolVar(&f.jsonStats, "json-stats", false, "")
+	if err := c.m.parseFlags(fs, args); err != nil {
+		return nil, err
+	}
+	fs.Visit(func(fl *flag.Flag) { f.promptSet = f.promptSet || fl.Name == "p" || fl.Name == "prompt" })
+	switch {
+	case fs.NArg() > 0:
+		return nil, usagef("unexpected argument %q (the prompt goes in -p or on stdin)", fs.Arg(0))
+	case f.maxTokens < 0:
+		return nil, usagef("--max-tokens must be 0 or more")
+	case f.kvBits != 0 && f.kvBits != 4 && f.kvBits != 8:
+		return nil, usagef("--kv-bits must be 4 or 8")
+	case f.kvGroup <= 0 || f.kvStart < 0 || f.maxKV < 0 || f.prefillStep <= 0 || f.repContext <= 0:
+		return nil, usagef("--kv-group-size, --prefill-step and --repetition-context must be positive; --quantized-kv-start and --max-kv-size must not be negative")
+	case f.kvBits != 0 && f.maxKV > 0:
+		return nil, usagef("--kv-bits cannot be combined with --max-kv-size (a rotating cache cannot be quantized)")
+	case f.raw && (f.system != "" || f.noThink || f.kwargs != ""):
+		return nil, usagef("--system, --no-think and --template-kwargs need the chat template; drop --raw")
+	case f.repPenalty < 0:
+		return nil, usagef("--repetition-penalty must not be negative")
+	}
+	if err := f.sampler.Validate(0); err != nil {
+		return nil, usageError{err.Error()}
+	}
+	return f, nil
+}
+
+func (c *generateCommand) Run(ctx context.Context, args []string) error {
+	f, err := c.parse(args)
+	if err != nil {
+		return err
+	}
+	path, err := resolveModel(f.model, os.Getenv)
+	if err != nil {
+		return err
+	}
+	text, err := c.readPrompt(f)
+	if err != nil {
+		return err
+	}
+	p, err := native.Resolve(ctx, native.Options{})
+	if err != nil {
+		return fmt.Errorf("cannot find the native pack: %w", err)
+	}
+	if err := mlx.Load(p.ShimPath()); err != nil {
+		return fmt.Errorf("cannot load the native pack %s: %w", p.Dir, err)
+	}
+
+	// The tokenizer loads on this goroutine while the executor loads weights.
+	type tokResult struct {
+		t   *tok.Tokenizer
+		err error
+	}
+	tokCh := make(chan tokResult, 1)
+	go func() {
+		t, err := tok.Load(path)
+		tokCh <- tokResult{t, err}
+	}()
+
+	r := &generateRun{m: c.m, f: f, path: path}
+	return mlx.Do(func() error {
+		t0 := time.Now()
+		model, err := models.Load(path, models.LoadOptions{})
+		if err != nil {
+			return fmt.Errorf("cannot load model %s: %w", path, err)
+		}
+		defer model.Close()
+		if mem, err := mlx.Memory(); err == nil {
+			r.weightBytes = mem.Active // nothing but the weights is allocated yet
+		}
+		tr := <-tokCh
+		if tr.err != nil {
+			return fmt.Errorf("cannot load the tokenizer of %s: %w", path, tr.err)
+		}
+		r.loadTime = time.Since(t0)
+		return r.run(ctx, model, tr.t, text)
+	})
+}
+
+// readPrompt is -p, else all of stdin with one trailing newline dropped.
+func (c *generateCommand) readPrompt(f *generateFlags) (string, error) {
+	if f.promptSet {
+		if f.prompt == "" {
+			return "", usagef("the prompt is empty")
+		}
+		return f.prompt, nil
+	}
+	if file, ok := c.m.Stdin.(*os.File); ok {
+		if st, err := file.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+			fmt.Fprintln(c.m.Stderr, "mlxgo: reading the prompt from the terminal; end it with Ctrl-D")
+		}
+	}
+	b, err := io.ReadAll(c.m.Stdin)
+	if err != nil {
+		return "", fmt.Errorf("cannot read the prompt from stdin: %w", err)
+	}
+	text := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
+	if strings.TrimSpace(text) == "" {
+		return "", usagef("the prompt is empty: give -p TEXT or pipe text on stdin")
+	}
+	return text, nil
+}
+
+// templateKwargs merges --template-kwargs and --no-think.
+func (f *generateFlags) templateKwargs() (map[string]any, error) {
+	kw := map[string]any{}
+	if f.kwargs != "" {
+		if err := json.Unmarshal([]byte(f.kwargs), &kw); err != nil || kw == nil {
+			return nil, usagef("--template-kwargs: want a JSON object")
+		}
+	}
+	if f.noThink {
+		kw["enable_thinking"] = false
+	}
+	return kw, nil
+}
+
+// encodePrompt is mlx_lm.generate's prompt handling: the chat template
+// (system message first when given) rendered to text and encoded without
+// special tokens, or with --raw (or no template) the text encoded with them.
+func encodePrompt(t *tok.Tokenizer, f *generateFlags, text string) ([]int32, error) {
+	// Tokenizer truncation from tokenizer.json would cut the prompt silently;
+	// transformers turns it off for encode, and so do we.
+	t.Truncation, t.Padding = nil, nil
+	cfg := t.Config()
+	if f.raw || cfg.ChatTemplate == "" {
+		if !f.raw && (f.system != "" || f.noThink || f.kwargs != "") {
+			return nil, errors.New("the model has no chat template: --system, --no-think and --template-kwargs cannot apply (use --raw)")
+		}
+		return t.Encode(text, true)
+	}
+	kw, err := f.templateKwargs()
+	if err != nil {
+		return nil, err
+	}
+	var msgs []map[string]string
+	if f.system != "" {
+		msgs = append(msgs, map[string]string{"role": "system", "content": f.system})
+	}
+	msgs = append(msgs, map[string]string{"role": "user", "content": text})
+	js, err := json.Marshal(msgs)
+	if err != nil {
+		return nil, err
+	}
+	rendered, err := renderChat(t, js, chat.Options{AddGenerationPrompt: true, Kwargs: kw})
+	if err != nil {
+		return nil, err
+	}
+	return t.Encode(rendered, false)
+}

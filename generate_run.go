@@ -1,0 +1,224 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mlxgo/mlxgo/gen"
+	"github.com/mlxgo/mlxgo/kv"
+	"github.com/mlxgo/mlxgo/mlx"
+	"github.com/mlxgo/mlxgo/models"
+	"github.com/mlxgo/mlxgo/tok"
+)
+
+// generateRun is one `mlxgo generate` after flag parsing and loading; it
+// runs on the MLX executor.
+type generateRun struct {
+	m           *Main
+	f           *generateFlags
+	path        string
+	loadTime    time.Duration
+	weightBytes uint64
+}
+
+func (r *generateRun) run(ctx context.Context, model models.Model, t *tok.Tokenizer, text string) error {
+	info := model.Info()
+	ids, err := encodePrompt(t, r.f, text)
+	if err != nil {
+		return err
+	}
+	if n := info.ContextLength; n > 0 && len(ids) > n {
+		return fmt.Errorf("the prompt is %d tokens, longer than the model's context of %d tokens", len(ids), n)
+	}
+	o := gen.Options{
+		MaxTokens: r.f.maxTokens,
+		Sampler:   r.f.sampler,
+		Processors: gen.ProcessorOptions{
+			RepetitionPenalty: r.f.repPenalty, RepetitionContextSize: r.f.repContext,
+		},
+		PrefillStepSize:  r.f.prefillStep,
+		KV:               kv.Options{MaxKVSize: r.f.maxKV, KVBits: r.f.kvBits, KVGroupSize: r.f.kvGroup},
+		QuantizedKVStart: r.f.kvStart,
+		ContextLength:    info.ContextLength,
+		VocabSize:        info.VocabSize,
+	}
+	if !r.f.ignoreEOS {
+		o.EOS = eosIDs(info, t)
+	}
+	if r.f.verbose {
+		fmt.Fprintf(r.m.Stderr, "model:       %s (%s, %s, %s), loaded in %.2f s\n", r.path, info.ModelType, info.Dtype, info.Quantization, r.loadTime.Seconds())
+	}
+	if r.f.seed.set {
+		// mx.random.seed(args.seed), before anything draws a key.
+		if err := mlx.Seed(r.f.seed.v); err != nil {
+			return err
+		}
+	}
+
+	out := &textOut{w: r.m.Stdout, detok: t.NewDetokenizer(false), stops: gen.NewStopMatcher(unescapeStops(r.f.stops))}
+	if err := mlx.ResetPeakMemory(); err != nil {
+		return err
+	}
+	st, err := gen.Generate(ctx, model, ids, o, out.token)
+	if err == nil {
+		err = out.finish()
+	} else if errors.Is(err, context.Canceled) {
+		// Ctrl-C: end the line that was being printed; main says the rest.
+		fmt.Fprintln(r.m.Stdout)
+	}
+	if err == nil || errors.Is(err, context.Canceled) {
+		r.report(st)
+	}
+	return err
+}
+
+// eosIDs is the model config's EOS ids plus the tokenizer's EOS token, as
+// mlx-lm's TokenizerWrapper.eos_token_ids collects them.
+func eosIDs(info models.Info, t *tok.Tokenizer) []int32 {
+	var ids []int32
+	for _, id := range info.EOS {
+		ids = append(ids, int32(id))
+	}
+	if eos := t.Config().EOS; eos != "" {
+		if id, ok := t.TokenToID(eos); ok {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// unescapeStops turns the escapes a shell user types (\n, \t, \\) into the
+// characters, so that --stop "\n\n" means two newlines.
+func unescapeStops(stops []string) []string {
+	out := make([]string, 0, len(stops))
+	r := strings.NewReplacer(`\\`, `\`, `\n`, "\n", `\t`, "\t", `\r`, "\r")
+	for _, s := range stops {
+		out = append(out, r.Replace(s))
+	}
+	return out
+}
+
+// textOut streams tokens as text: detokenized as soon as the text is final,
+// held back while it may still become a stop string.
+type textOut struct {
+	w     io.Writer
+	detok *tok.Detokenizer
+	stops *gen.StopMatcher
+	wrote bool
+}
+
+func (o *textOut) token(id int32) error {
+	s, stop := o.stops.Push(o.detok.Next(id))
+	if err := o.write(s); err != nil {
+		return err
+	}
+	if stop {
+		return gen.ErrStop
+	}
+	return nil
+}
+
+func (o *textOut) write(s string) error {
+	if s == "" {
+		return nil
+	}
+	o.wrote = true
+	if _, err := io.WriteString(o.w, s); err != nil {
+		return fmt.Errorf("cannot write the output: %w", err)
+	}
+	return nil
+}
+
+// finish prints what the detokenizer and the stop matcher still hold, then
+// the final newline.
+func (o *textOut) finish() error {
+	if !o.stops.Stopped() {
+		s, _ := o.stops.Push(o.detok.Flush())
+		if err := o.write(s + o.stops.Flush()); err != nil {
+			return err
+		}
+	}
+	_, err := io.WriteString(o.w, "\n")
+	return err
+}
+
+// benchStats is the --json-stats line: the fields bench_ref.py prints for
+// mlx-lm, so models/testdata/oracle/bench.py reads both alike.
+type benchStats struct {
+	Impl            string  `json:"impl"`
+	Model           string  `json:"model"`
+	PromptTokens    int     `json:"prompt_tokens"`
+	GeneratedTokens int     `json:"generated_tokens"`
+	PrefillTPS      float64 `json:"prefill_tps"`
+	DecodeTPS       float64 `json:"decode_tps"`
+	TTFT            float64 `json:"ttft_s"`
+	Load            float64 `json:"load_s"`
+	PeakMemory      uint64  `json:"peak_memory_bytes"`
+	WeightBytes     uint64  `json:"weight_bytes"`
+	KVBytes         int     `json:"kv_bytes"`
+	FinishReason    string  `json:"finish_reason"`
+	MLX             string  `json:"mlx"`
+}
+
+func (r *generateRun) report(st gen.Stats) {
+	if r.f.verbose {
+		fmt.Fprintf(r.m.Stderr, "prompt:      %d tokens, %.1f tok/s\n", st.PromptTokens, st.PrefillTPS())
+		fmt.Fprintf(r.m.Stderr, "generation:  %d tokens, %.1f tok/s (%s)\n", st.GeneratedTokens, st.DecodeTPS(), st.FinishReason)
+		fmt.Fprintf(r.m.Stderr, "peak memory: %.3f GB\n", float64(st.PeakMemory)/1e9)
+	}
+	if r.f.jsonStats {
+		b := benchStats{
+			Impl: "mlxgo", Model: r.path, PromptTokens: st.PromptTokens, GeneratedTokens: st.GeneratedTokens,
+			PrefillTPS: st.PrefillTPS(), DecodeTPS: st.DecodeTPS(), Load: r.loadTime.Seconds(),
+			PeakMemory: st.PeakMemory, WeightBytes: r.weightBytes, KVBytes: st.KVBytes,
+			FinishReason: st.FinishReason, MLX: mlx.Version(),
+		}
+		if !st.FirstToken.IsZero() {
+			b.TTFT = st.FirstToken.Sub(processStart()).Seconds()
+		}
+		line, _ := json.Marshal(b)
+		fmt.Fprintf(r.m.Stderr, "%s\n", line)
+	}
+}
+
+// processStart is when the kernel started this process (Linux: /proc), so
+// that time to first token includes everything before main; elsewhere, when
+// the program was initialised.
+func processStart() time.Time {
+	stat, err1 := os.ReadFile("/proc/self/stat")
+	procStat, err2 := os.ReadFile("/proc/stat")
+	if err1 != nil || err2 != nil {
+		return initTime
+	}
+	// Fields after the command name's closing parenthesis; starttime is
+	// field 22 overall, the 20th after it, in clock ticks since boot.
+	s := string(stat)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(fields) < 20 {
+		return initTime
+	}
+	ticks, err := strconv.ParseFloat(fields[19], 64)
+	if err != nil {
+		return initTime
+	}
+	for _, line := range strings.Split(string(procStat), "\n") {
+		if v, ok := strings.CutPrefix(line, "btime "); ok {
+			btime, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				break
+			}
+			// USER_HZ is 100 on every Linux ABI Go supports.
+			return time.Unix(0, int64((btime+ticks/100)*1e9))
+		}
+	}
+	return initTime
+}
+
+var initTime = time.Now()
