@@ -320,3 +320,25 @@ func (s *Scope) Close() {
 		top = s.parent
 	}
 }
+
+// Detach takes arrays out of the scope that owns them, so that no Close
+// frees them: state that outlives the step that made it (model weights, KV
+// cache buffers) is built inside per-step scopes and detached, and its owner
+// releases it with Free. Like scopes, it belongs to the executor.
+func Detach(arrs ...*Array) {
+	for _, a := range arrs {
+		if a != nil {
+			a.owner = nil
+		}
+	}
+}
+
+// ErrorArray is an array carrying err, for functions that return *Array and
+// find a misuse before calling MLX (a model given the wrong number of
+// caches): the error travels through later ops like an MLX failure does.
+func ErrorArray(err error) *Array {
+	if err == nil {
+		err = &Error{Op: "array", Status: StatusArg, Msg: "nil error"}
+	}
+	return errArray(err)
+}

@@ -1,6 +1,8 @@
 package mlx_test
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/mlxgo/mlxgo/mlx"
@@ -96,5 +98,61 @@ func TestScopes(t *testing.T) {
 				t.Errorf("leak: %d live handles before, %d after", before, after)
 			}
 		})
+	}
+}
+
+// TestDetach: a detached array survives its scope and every enclosing one,
+// and Free releases it.
+func TestDetach(t *testing.T) {
+	needMLX(t)
+	err := mlx.Do(func() error {
+		before := mlx.LiveArrays()
+		var kept, dropped *mlx.Array
+		outer := mlx.NewScope()
+		func() {
+			s := mlx.NewScope()
+			defer s.Close()
+			kept = mlx.Square(arr(pv))
+			dropped = mlx.Square(arr(pv))
+			mlx.Detach(kept)
+			s.Keep(kept) // a no-op now: s no longer owns it
+		}()
+		outer.Close()
+		if err := kept.Err(); err != nil {
+			t.Errorf("detached array freed by a scope: %v", err)
+		}
+		if dropped.Err() == nil {
+			t.Error("the scope did not free the array that was not detached")
+		}
+		if got := mlx.LiveArrays(); got != before+1 {
+			t.Errorf("%d live arrays, want %d (the detached one)", got, before+1)
+		}
+		kept.Free()
+		if got := mlx.LiveArrays(); got != before {
+			t.Errorf("%d live arrays after Free, want %d", got, before)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestErrorArray: an error made outside MLX travels through ops.
+func TestErrorArray(t *testing.T) {
+	needMLX(t)
+	err := mlx.Do(func() error {
+		bad := mlx.ErrorArray(errors.New("wrong cache count"))
+		y := mlx.Add(bad, arr(sv))
+		if err := mlx.Eval(y); err == nil || !strings.Contains(err.Error(), "wrong cache count") {
+			t.Errorf("eval of an op on an error array: %v", err)
+		}
+		if mlx.ErrorArray(nil).Err() == nil {
+			t.Error("ErrorArray(nil) carries no error")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
