@@ -24,6 +24,7 @@ func buildGemma3(cfg *Config, ws *weightSet) (*decoder, error) {
 		one := 1
 		cfg.NumKeyValueHeads = &one
 	}
+	cfg.MaxPositionEmbeddings = defaultInt(cfg.MaxPositionEmbeddings, 32768)
 	headDim := intOr(cfg.HeadDim, 256)
 	pattern := intOr(cfg.SlidingWindowPattern, 6)
 	window := intOr(cfg.SlidingWindow, 512)

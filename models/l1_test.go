@@ -49,8 +49,6 @@ func oracleDir() string {
 
 var fixturesOnce sync.Once
 
-var stepScopes = false // TODO: true once mlx.Detach exists
-
 // oracleCases returns the fixtures, generating them with the oracle scripts
 // when absent (they are never committed).
 func oracleCases(t *testing.T) map[string]oracleCase {
@@ -244,10 +242,8 @@ func runCase(t *testing.T, c oracleCase, modelPath string, checkFiles bool) {
 				}
 			}
 			call++
-			if stepScopes {
-				s := mlx.NewScope()
-				defer s.Close()
-			}
+			s := mlx.NewScope() // one scope per model call, as a decode loop has
+			defer s.Close()
 			logits := m.Forward(mlx.FromSlice(ids, 1, len(ids)), caches)
 			last := mlx.Squeeze(mlx.Slice(logits, []int{0, len(ids) - 1, 0}, []int{1, len(ids), fx.vocab}), 0, 1)
 			if err := kv.MaybeQuantize(caches, c.QuantizedKVStart, opts.GroupSize(), opts.KVBits); err != nil {
@@ -272,7 +268,8 @@ func runCase(t *testing.T, c oracleCase, modelPath string, checkFiles bool) {
 		if pos != len(fx.prompt)-1 {
 			return fmt.Errorf("prefill chunks %v cover %d of %d prompt tokens", c.PrefillChunks, pos, len(fx.prompt))
 		}
-		live := int64(-1)
+		var lastLive int64
+		var lastKinds string
 		for step := 0; step <= c.Steps; step++ {
 			in := fx.prompt[pos:]
 			if step > 0 {
@@ -291,13 +288,23 @@ func runCase(t *testing.T, c oracleCase, modelPath string, checkFiles bool) {
 					step, step, i, row[i], want[i], d)
 			}
 			// Decode steps must not accumulate arrays: the caches replace
-			// their buffers, everything else dies with the step's scope.
-			if step == 2 {
-				live = mlx.LiveArrays()
-			} else if stepScopes && step > 2 && !strings.Contains(c.Model, "kv") && c.KVBits == nil && mlx.LiveArrays() != live {
-				return fmt.Errorf("step %d: %d live arrays, %d at step 2", step, mlx.LiveArrays(), live)
+			// their buffers, everything else dies with the step's scope. The
+			// count changes only when the caches switch to quantized ones.
+			kinds := cacheKinds(caches)
+			if live := mlx.LiveArrays(); step > 0 && kinds == lastKinds && live != lastLive {
+				return fmt.Errorf("step %d: %d live arrays, %d after the previous step", step, live, lastLive)
 			}
+			lastLive, lastKinds = mlx.LiveArrays(), kinds
 		}
 		return nil
 	})
+}
+
+func cacheKinds(caches []kv.Cache) string {
+	var b strings.Builder
+	for _, c := range caches {
+		b.WriteString(cacheKind(c))
+		b.WriteByte(' ')
+	}
+	return b.String()
 }

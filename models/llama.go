@@ -57,6 +57,7 @@ func buildQwen2(cfg *Config, ws *weightSet) (*decoder, error) {
 	}
 	headDim := cfg.HiddenSize / cfg.NumAttentionHeads
 	tied := boolOr(cfg.TieWordEmbeddings, true)
+	cfg.MaxPositionEmbeddings = defaultInt(cfg.MaxPositionEmbeddings, 32768)
 	ws.drop(func(n string) bool {
 		return strings.Contains(n, "self_attn.rotary_emb.inv_freq") || (tied && n == "lm_head.weight")
 	})
@@ -137,4 +138,12 @@ func finishDecoder(d *decoder, cfg *Config, ws *weightSet, tied, onePlusNorm boo
 		Quantization:  cfg.Quantization.String(),
 	}
 	return d, nil
+}
+
+// defaultInt is p, or a pointer to def when p is nil (a ModelArgs default).
+func defaultInt(p *int, def int) *int {
+	if p != nil {
+		return p
+	}
+	return &def
 }

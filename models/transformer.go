@@ -40,7 +40,7 @@ func cacheAt(caches []kv.Cache, i int) kv.Cache {
 // Forward implements Model.
 func (d *decoder) Forward(tokens *mlx.Array, caches []kv.Cache) *mlx.Array {
 	if caches != nil && len(caches) != len(d.layers) {
-		return mlx.Reshape(tokens, -1, -1) // an error array: wrong cache count
+		return mlx.ErrorArray(fmt.Errorf("cannot run the model: %d caches for %d layers", len(caches), len(d.layers)))
 	}
 	h := d.embed.lookup(tokens)
 	if d.embedMul != nil {

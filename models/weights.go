@@ -148,4 +148,4 @@ func (ws *weightSet) free() {
 }
 
 // detach takes a weight out of the caller's scope: weights live until Close.
-func detach(a *mlx.Array) { _ = a } // TODO: mlx.Detach(a)
+func detach(a *mlx.Array) { mlx.Detach(a) }

@@ -1,0 +1,62 @@
+package models_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/mlxgo/mlxgo/internal/testenv"
+	"github.com/mlxgo/mlxgo/kv"
+	"github.com/mlxgo/mlxgo/mlx"
+	"github.com/mlxgo/mlxgo/models"
+)
+
+// BenchmarkSmolLM2Decode times a plain greedy decode loop on the real
+// SmolLM2 GGUF (one forward, argmax and eval per token, one scope per step),
+// the loop bench_ref.py times for mlx-lm. Compare side by side with
+//
+//	.venv/bin/python models/testdata/oracle/bench_ref.py --model .cache/oracle/models/smollm2-q4_1 --prompt-tokens 32
+func BenchmarkSmolLM2Decode(b *testing.B) {
+	path := testenv.DataFile(b, "smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")
+	needMLX(b)
+	err := mlx.Do(func() error {
+		m, err := models.Load(path, models.LoadOptions{})
+		if err != nil {
+			return err
+		}
+		defer m.Close()
+		caches := m.NewCaches(kv.Options{})
+		defer kv.FreeAll(caches)
+		prompt := make([]int32, 32)
+		for i := range prompt {
+			prompt[i] = int32(100 + 37*i)
+		}
+		next := func(ids []int32) (int32, error) {
+			s := mlx.NewScope()
+			defer s.Close()
+			logits := m.Forward(mlx.FromSlice(ids, 1, len(ids)), caches)
+			l := logits.Dim(1)
+			last := mlx.Slice(logits, []int{0, l - 1, 0}, []int{1, l, logits.Dim(2)})
+			v, err := mlx.Argmax(last, -1, false).Int32s()
+			if err != nil {
+				return 0, err
+			}
+			return v[0], nil
+		}
+		tok, err := next(prompt)
+		if err != nil {
+			return err
+		}
+		b.ResetTimer()
+		start := time.Now()
+		for i := 0; i < b.N; i++ {
+			if tok, err = next([]int32{tok}); err != nil {
+				return err
+			}
+		}
+		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "tok/s")
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+}
