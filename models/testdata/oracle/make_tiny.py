@@ -17,13 +17,14 @@ mlx_lm.utils.quantize_model), minus the tokenizer copy.
 
 import argparse
 import copy
+import json
 import shutil
 import sys
 from pathlib import Path
 
 import mlx.core as mx
 import mlx.nn as nn
-from mlx.utils import tree_flatten, tree_map_with_path, tree_unflatten
+from mlx.utils import tree_flatten, tree_map_with_path
 from mlx_lm.convert import mixed_quant_predicate_builder
 from mlx_lm.utils import _get_classes, load_model, quantize_model, save_config, save_model
 
@@ -198,7 +199,8 @@ def build_big(models: Path, seed: int) -> list:
     model = model_class(args_class.from_dict(LLAMA_1B))
     randomize_extras(model, gemma_norms=False)
     model.update(tree_map_with_path(lambda k, v: v.astype(mx.bfloat16), model.parameters()))
-    for k, v in tree_flatten(model.parameters()):
+    # one tensor at a time: the fp32 draw of each lives only until its cast
+    for _, v in tree_flatten(model.parameters()):
         mx.eval(v)
     out = models / "llama1b-bf16"
     save(model, dict(LLAMA_1B, torch_dtype="bfloat16"), out)
@@ -226,13 +228,11 @@ def main() -> int:
     index_path = args.out / "index.json"
     index = {}
     if index_path.exists():
-        import json
-
         index = json.loads(index_path.read_text()).get("models", {})
 
     built = []
     if not args.big_only:
-        for i, name in enumerate(sorted(args.only or ARCHS)):
+        for name in sorted(args.only or ARCHS):
             src = args.out / f"{name}-f32"
             # Each architecture gets its own seed so that adding one never
             # changes the weights of another.
@@ -247,8 +247,6 @@ def main() -> int:
 
     for name in built:
         d = args.out / name
-        import json
-
         cfg = json.loads((d / "config.json").read_text())
         index[name] = {
             "model_type": cfg["model_type"],

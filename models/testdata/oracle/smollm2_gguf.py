@@ -37,7 +37,7 @@ directory, so mlx_lm.load(dir) loads both.
 """
 
 import argparse
-import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -207,6 +207,7 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=oracle_dir() / "models" / "smollm2-q4_1")
     ap.add_argument("--cases", type=Path, default=oracle_dir() / "cases")
     ap.add_argument("--max-tokens", type=int, default=64)
+    ap.add_argument("--no-checks", action="store_true", help="skip the rerun and no-compile comparisons")
     ap.add_argument("--no-check-traditional", action="store_true",
                     help="skip comparing against the traditional-RoPE build on permuted rows")
     args = ap.parse_args()
@@ -231,8 +232,6 @@ def main() -> int:
     model = build_model(config, weights)
     tokenizer = build_tokenizer(meta)
     if args.out.exists():
-        import shutil
-
         shutil.rmtree(args.out)
     save_model(args.out, model)
     save_config(dict(config), args.out / "config.json")
@@ -246,7 +245,7 @@ def main() -> int:
         chat, ids = chat_ids(tok, text)
         reply = generate(model, tok, prompt=ids, max_tokens=args.max_tokens, verbose=False)
         case = f"smollm2-q4_1-p{i}"
-        entry = make_case(case, args.out, args.cases, prompt=ids, steps=args.max_tokens,
+        entry = make_case(case, args.out, args.cases, prompt=ids, steps=args.max_tokens, checks=not args.no_checks,
                           extra={"prompt_text": text, "chat_text": chat, "generate_text": reply,
                                  "generate_max_tokens": args.max_tokens, "tokenizer": "transformers GGUF converter + smollm pre-tokenizer",
                                  "source_gguf": GGUF_REL, "source_gguf_sha256": sha256_file(args.gguf)})
