@@ -94,11 +94,24 @@ pack: native
 native-install: native
 	$(MKPACK) install -variant $(NATIVE_VARIANT) -out $(NATIVE_OUT)
 
+# ---- The mlx-lm oracle (models/testdata/oracle/README.md): fixtures, never committed ----
+ORACLE := $(CACHE)/oracle
+.PHONY: oracle oracle-big
+oracle: $(ORACLE)/cases/index.json
+$(ORACLE)/cases/index.json: $(VENV)/.stamp $(DATA)/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf $(wildcard models/testdata/oracle/*.py)
+	$(PY) models/testdata/oracle/make_tiny.py
+	$(PY) models/testdata/oracle/logits.py --suite
+	$(PY) models/testdata/oracle/smollm2_gguf.py
+# A random-weight model of Llama-3.2-1B's shape (bf16 and 4-bit), for benchmarks only.
+oracle-big: $(ORACLE)/models/llama1b-q4g64/config.json
+$(ORACLE)/models/llama1b-q4g64/config.json: $(VENV)/.stamp $(DATA)/tokenizers/llama3_1/tokenizer.json
+	$(PY) models/testdata/oracle/make_tiny.py --big-only
+
 # ---- Tests ----
 vet:
 	$(GO) vet ./...
 
-test: venv data build native-install
+test: venv data build native-install oracle
 	CGO_ENABLED=0 $(GO) build ./...
 	$(GO) vet ./...
 	MLXGO_REQUIRE_NATIVE=1 $(GO) test -count=1 ./...
