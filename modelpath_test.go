@@ -1,0 +1,99 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestResolveModel(t *testing.T) {
+	dir := t.TempDir()
+	hub := filepath.Join(dir, "hub")
+	mk := func(p, content string) {
+		t.Helper()
+		p = filepath.Join(hub, p)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk("models--org--dirmodel/refs/main", "abc123\n")
+	mk("models--org--dirmodel/snapshots/abc123/config.json", "{}")
+	mk("models--org--dirmodel/snapshots/old999/config.json", "{}")
+	mk("models--org--ggufmodel/refs/main", "r1")
+	mk("models--org--ggufmodel/snapshots/r1/m.Q4_0.gguf", "")
+	mk("models--org--two/refs/main", "r1")
+	mk("models--org--two/snapshots/r1/a.gguf", "")
+	mk("models--org--two/snapshots/r1/b.gguf", "")
+	mk("models--org--badref/refs/main", "../../etc")
+	mk("models--org--noref/snapshots/x/config.json", "{}")
+	local := filepath.Join(dir, "local.gguf")
+	if err := os.WriteFile(local, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cache := filepath.Join(dir, "xdg")
+	def := filepath.Join(cache, "mlxgo", "models", DefaultModelFile)
+
+	env := map[string]string{"HF_HUB_CACHE": hub, "XDG_CACHE_HOME": cache}
+	getenv := func(k string) string { return env[k] }
+	for _, tc := range []struct {
+		name, arg, want, err string
+		before             func()
+	}{
+		{name: "local file", arg: local, want: local},
+		{name: "repo dir snapshot from refs/main", arg: "org/dirmodel", want: filepath.Join(hub, "models--org--dirmodel", "snapshots", "abc123")},
+		{name: "repo with one gguf", arg: "org/ggufmodel", want: filepath.Join(hub, "models--org--ggufmodel", "snapshots", "r1", "m.Q4_0.gguf")},
+		{name: "repo with two ggufs", arg: "org/two", err: "holds 2 .gguf files"},
+		{name: "ref escaping the cache", arg: "org/badref", err: "not a revision"},
+		{name: "no refs/main", arg: "org/noref", err: "refs/main"},
+		{name: "not cached", arg: "org/absent", err: "not in the Hugging Face cache"},
+		{name: "missing path", arg: "./nope/model", err: "no such file or directory"},
+		{name: "default absent", arg: "", err: "make demo"},
+		{name: "default present", arg: "", want: def, before: func() {
+			if err := os.MkdirAll(filepath.Dir(def), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(def, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.before != nil {
+				tc.before()
+			}
+			got, err := resolveModel(tc.arg, getenv)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("resolveModel(%q) = %q, %v; want an error with %q", tc.arg, got, err, tc.err)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("resolveModel(%q) = %q, %v; want %q", tc.arg, got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestHFHubCache(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"HF_HUB_CACHE wins", map[string]string{"HF_HUB_CACHE": "/a", "HF_HOME": "/b"}, "/a"},
+		{"HF_HOME/hub", map[string]string{"HF_HOME": "/b", "XDG_CACHE_HOME": "/c"}, "/b/hub"},
+		{"XDG cache", map[string]string{"XDG_CACHE_HOME": "/c", "HOME": "/h"}, "/c/huggingface/hub"},
+		{"home", map[string]string{"HOME": "/h"}, "/h/.cache/huggingface/hub"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := hfHubCache(func(k string) string { return tc.env[k] }); got != tc.want {
+				t.Fatalf("hfHubCache = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
