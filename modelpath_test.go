@@ -41,7 +41,7 @@ func TestResolveModel(t *testing.T) {
 	getenv := func(k string) string { return env[k] }
 	for _, tc := range []struct {
 		name, arg, want, err string
-		before             func()
+		before               func()
 	}{
 		{name: "local file", arg: local, want: local},
 		{name: "repo dir snapshot from refs/main", arg: "org/dirmodel", want: filepath.Join(hub, "models--org--dirmodel", "snapshots", "abc123")},
