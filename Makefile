@@ -116,8 +116,27 @@ test: venv data build native-install oracle
 	$(GO) vet ./...
 	MLXGO_REQUIRE_NATIVE=1 $(GO) test -count=1 ./...
 
-demo: build data-smollm2 native-install
-	./mlxgo verify-native
+# The default model of `mlxgo generate` (no -m) lives in the user cache, where
+# mlxgo looks for it: $XDG_CACHE_HOME/mlxgo/models/ (~/.cache, or ~/Library/Caches on macOS).
+USER_CACHE    := $(or $(XDG_CACHE_HOME),$(if $(filter Darwin,$(shell uname -s)),$(HOME)/Library/Caches,$(HOME)/.cache))
+DEFAULT_MODEL := $(USER_CACHE)/mlxgo/models/SmolLM2-135M-Instruct.Q4_1.gguf
+$(DEFAULT_MODEL): $(DATA)/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
+	mkdir -p $(@D) && cp $< $@.tmp && mv $@.tmp $@
+demo: build native-install $(DEFAULT_MODEL)
+	echo "Write a haiku about the sea" | ./mlxgo generate --verbose
+
+# mlxgo against mlx-lm on the same model directory, prompt (512 tokens) and settings:
+# alternating rounds, medians, ratios, bandwidth ceiling (models/testdata/oracle/bench.py).
+# Both sides run greedy for BENCH_TOKENS tokens and ignore EOS; the JSON report is printed.
+.PHONY: bench
+BENCH_MODEL  ?= $(ORACLE)/models/smollm2-q4_1
+BENCH_ROUNDS ?= 3
+BENCH_TOKENS ?= 128
+bench: venv build native-install
+	test -f $(BENCH_MODEL)/config.json || $(MAKE) oracle
+	$(PY) models/testdata/oracle/bench.py --model $(BENCH_MODEL) --rounds $(BENCH_ROUNDS) \
+	  --max-tokens $(BENCH_TOKENS) --bandwidth --json $(CACHE)/bench/$(notdir $(BENCH_MODEL)).json \
+	  --b-cmd './mlxgo generate -m {model} --raw --temp 0 --ignore-eos --max-tokens {max_tokens} --json-stats < {prompt_file}'
 
 # Tokenizer encode throughput: mlxgo against Hugging Face tokenizers (Rust, one thread), one run.
 bench-tok: venv data
