@@ -16,6 +16,14 @@ import (
 //
 //	.venv/bin/python models/testdata/oracle/bench_ref.py --model .cache/oracle/models/smollm2-q4_1 --prompt-tokens 32
 func BenchmarkSmolLM2Decode(b *testing.B) {
+	b.Run("sync", func(b *testing.B) { benchDecode(b, false) })
+	b.Run("pipelined", func(b *testing.B) { benchDecode(b, true) })
+}
+
+// benchDecode runs the loop synchronously (eval each token before building
+// the next step) or pipelined like generate_step (build and async_eval step
+// n+1 from the lazy token of step n, then read token n).
+func benchDecode(b *testing.B, pipelined bool) {
 	path := testenv.DataFile(b, "smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")
 	needMLX(b)
 	err := mlx.Do(func() error {
@@ -48,10 +56,15 @@ func BenchmarkSmolLM2Decode(b *testing.B) {
 		}
 		b.ResetTimer()
 		start := time.Now()
-		for i := 0; i < b.N; i++ {
-			if tok, err = next([]int32{tok}); err != nil {
-				return err
+		if pipelined {
+			err = decodePipelined(m, caches, tok, b.N)
+		} else {
+			for i := 0; i < b.N && err == nil; i++ {
+				tok, err = next([]int32{tok})
 			}
+		}
+		if err != nil {
+			return err
 		}
 		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "tok/s")
 		return nil
@@ -59,4 +72,36 @@ func BenchmarkSmolLM2Decode(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+}
+
+// decodePipelined is generate_step's loop: the next step is queued with
+// AsyncEval before the current token is read back.
+func decodePipelined(m models.Model, caches []kv.Cache, first int32, n int) error {
+	step := func(in *mlx.Array) *mlx.Array {
+		s := mlx.NewScope()
+		defer s.Close()
+		logits := m.Forward(in, caches)
+		l := logits.Dim(1)
+		y := mlx.Reshape(mlx.Argmax(mlx.Slice(logits, []int{0, l - 1, 0}, []int{1, l, logits.Dim(2)}), -1, false), 1, 1)
+		mlx.Detach(y) // lives into the next step
+		return y
+	}
+	y := step(mlx.FromSlice([]int32{first}, 1, 1))
+	if err := mlx.AsyncEval(y); err != nil {
+		return err
+	}
+	for i := 0; i < n; i++ {
+		next := step(y)
+		if err := mlx.AsyncEval(next); err != nil {
+			return err
+		}
+		if _, err := y.Int32s(); err != nil {
+			return err
+		}
+		y.Free()
+		y = next
+	}
+	_, err := y.Int32s()
+	y.Free()
+	return err
 }
