@@ -21,7 +21,8 @@ func (c *KVCache) Size() int   { return c.offset }
 func (c *KVCache) Empty() bool { return c.keys == nil }
 
 // Update is update_and_fetch: it writes keys and values [B, H, L, D] at the
-// current offset and returns the filled part of the buffers.
+// current offset and returns the filled part of the buffers (new handles in
+// the caller's scope; the buffers stay the cache's).
 func (c *KVCache) Update(keys, values *mlx.Array) (*mlx.Array, *mlx.Array) {
 	prev := c.offset
 	n := keys.Dim(2)
@@ -51,7 +52,7 @@ func (c *KVCache) fetch() (*mlx.Array, *mlx.Array) {
 	if c.offset < c.keys.Dim(2) {
 		return slice2(c.keys, 0, c.offset), slice2(c.values, 0, c.offset)
 	}
-	return c.keys, c.values
+	return c.keys.Clone(), c.values.Clone() // the caller's handles, not the cache's
 }
 
 func (c *KVCache) Attend(q, k, v *mlx.Array, scale float32, mask Mask) *mlx.Array {

@@ -157,7 +157,18 @@ func loadGGUF(path string) (Model, error) {
 	if len(q.Modules) == 0 {
 		q = nil
 	} else {
+		// The file type's scheme is the default; only modules stored
+		// otherwise (a Q8_0 token_embd in a Q4_1 file) stay listed, as the
+		// oracle's converted config.json lists them.
 		q.GroupSize, q.Bits = 32, 4
+		if _, ok := q.Modules["model.layers.0.self_attn.q_proj"]; ok && q.Modules["model.layers.0.self_attn.q_proj"].Bits == 8 {
+			q.Bits = 8
+		}
+		for k, m := range q.Modules {
+			if m.GroupSize == q.GroupSize && m.Bits == q.Bits {
+				delete(q.Modules, k)
+			}
+		}
 	}
 	cfg.Quantization = q
 	d, err := buildLlama(cfg, newWeightSet(src, q))
