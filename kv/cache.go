@@ -169,6 +169,10 @@ func FreeAll(caches []Cache) {
 	}
 }
 
+// own takes a out of whatever scope made it: a cache's buffers outlive the
+// step that wrote them and are freed by the cache itself.
+func own(a *mlx.Array) { mlx.Detach(a) }
+
 // replace frees old (if it is not new) and detaches new from the scopes:
 // the cache's arrays live from step to step.
 func replace(old, new *mlx.Array) *mlx.Array {

@@ -121,6 +121,12 @@ type layerSpec struct {
 // buildBlocks takes the layers' weights under model.layers.N.
 func buildBlocks(cfg *Config, ws *weightSet, spec layerSpec, ropeFor func(i int) (*rope, bool, error)) ([]*block, error) {
 	hidden, heads, kvHeads, hd := cfg.HiddenSize, cfg.NumAttentionHeads, cfg.kvHeads(), spec.headDim
+	if kvHeads <= 0 || heads%kvHeads != 0 {
+		return nil, fmt.Errorf("num_attention_heads %d is not a multiple of num_key_value_heads %d", heads, kvHeads)
+	}
+	if hd <= 0 {
+		return nil, fmt.Errorf("head dimension %d, want > 0", hd)
+	}
 	eps := float32(floatOr(cfg.RMSNormEps, 0))
 	norm := func(name string, dims int) *mlx.Array {
 		w := ws.get(name, dims)
