@@ -243,7 +243,7 @@ func (l *loop) prefill(ctx context.Context, prompt []int32) ([]int32, error) {
 			chunk := mlx.FromSlice(prompt[:n], 1, n)
 			// The logits of a prefill chunk are never read: evaluating the
 			// cache state computes only what the caches depend on.
-			l.m.Forward(chunk, l.caches)
+			l.forward(chunk).Free()
 			if err := l.maybeQuantize(); err != nil {
 				return err
 			}
@@ -259,6 +259,21 @@ func (l *loop) prefill(ctx context.Context, prompt []int32) ([]int32, error) {
 		prompt = prompt[n:]
 	}
 	return prompt, nil
+}
+
+// forward runs the model in a scope of its own that keeps only the logits.
+// Handles pin buffers: were the intermediates' handles alive at evaluation,
+// every activation of every layer would stay allocated until the step ends
+// (Python drops them as it goes), and prefill's peak memory would grow with
+// the chunk times the depth. Freed before evaluation, they are only graph
+// nodes, and MLX releases each buffer once its last consumer has run. The
+// caches keep their own arrays (kv detaches them).
+func (l *loop) forward(tokens *mlx.Array) *mlx.Array {
+	s := mlx.NewScope()
+	defer s.Close()
+	logits := l.m.Forward(tokens, l.caches)
+	s.Keep(logits)
+	return logits
 }
 
 func (l *loop) maybeQuantize() error {
@@ -298,7 +313,7 @@ func (l *loop) step(input *mlx.Array) (y, logprobs *mlx.Array, err error) {
 		input = mlx.AsType(input, mlx.Int32)
 	}
 	n := input.Dim(0)
-	logits := l.m.Forward(mlx.Reshape(input, 1, n), l.caches)
+	logits := l.forward(mlx.Reshape(input, 1, n))
 	if err := logits.Err(); err != nil {
 		return nil, nil, fmt.Errorf("cannot run the model: %w", err)
 	}
