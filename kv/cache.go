@@ -5,7 +5,7 @@
 // cache buffers exactly as they are laid out.
 //
 // A cache owns the arrays it keeps between steps: they are detached from every
-// mlx.Scope (see own) and released by Free or when replaced, so a decode loop
+// mlx.Scope (mlx.Detach) and released by Free or when replaced, so a decode loop
 // that closes a scope per step neither leaks nor frees what the next step
 // needs. Everything here runs on the MLX executor (inside mlx.Do).
 package kv
