@@ -72,7 +72,10 @@ func TestInfoAndCaches(t *testing.T) {
 				if k := cacheKinds(caches); k != tc.wantCaches {
 					return fmt.Errorf("caches %q, want %q", k, tc.wantCaches)
 				}
-				// The wrong number of caches is an error, not a panic.
+				// Misuse is an error carried by the result, not a panic.
+				if err := mlx.Eval(m.Forward(mlx.FromSlice([]int32{1, 2}), caches)); err == nil || !strings.Contains(err.Error(), "want [batch, length]") {
+					return fmt.Errorf("forward on 1-D ids: %v", err)
+				}
 				out := m.Forward(mlx.FromSlice([]int32{1, 2}, 1, 2), caches[:1])
 				if err := mlx.Eval(out); err == nil || !strings.Contains(err.Error(), "caches for") {
 					return fmt.Errorf("forward with one cache: %v", err)

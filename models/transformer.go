@@ -39,6 +39,12 @@ func cacheAt(caches []kv.Cache, i int) kv.Cache {
 
 // Forward implements Model.
 func (d *decoder) Forward(tokens *mlx.Array, caches []kv.Cache) *mlx.Array {
+	if err := tokens.Err(); err != nil {
+		return tokens
+	}
+	if tokens.Ndim() != 2 {
+		return mlx.ErrorArray(fmt.Errorf("cannot run the model: token ids of shape %v, want [batch, length]", tokens.Shape()))
+	}
 	if caches != nil && len(caches) != len(d.layers) {
 		return mlx.ErrorArray(fmt.Errorf("cannot run the model: %d caches for %d layers", len(caches), len(d.layers)))
 	}
