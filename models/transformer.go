@@ -48,6 +48,16 @@ func (d *decoder) Forward(tokens *mlx.Array, caches []kv.Cache) *mlx.Array {
 	if caches != nil && len(caches) != len(d.layers) {
 		return mlx.ErrorArray(fmt.Errorf("cannot run the model: %d caches for %d layers", len(caches), len(d.layers)))
 	}
+	// Only the logits leave: handles on intermediate activations would keep
+	// MLX from freeing them while the logits are evaluated (peak memory).
+	s := mlx.NewScope()
+	defer s.Close()
+	out := d.forward(tokens, caches)
+	s.Keep(out)
+	return out
+}
+
+func (d *decoder) forward(tokens *mlx.Array, caches []kv.Cache) *mlx.Array {
 	h := d.embed.lookup(tokens)
 	if d.embedMul != nil {
 		h = mlx.Multiply(h, mlx.AsType(d.embedMul, h.Dtype()))
