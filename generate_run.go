@@ -163,6 +163,7 @@ type benchStats struct {
 	PeakMemory      uint64  `json:"peak_memory_bytes"`
 	WeightBytes     uint64  `json:"weight_bytes"`
 	KVBytes         int     `json:"kv_bytes"`
+	KVBytesPerToken int     `json:"kv_bytes_per_token"`
 	FinishReason    string  `json:"finish_reason"`
 	MLX             string  `json:"mlx"`
 }
@@ -177,7 +178,7 @@ func (r *generateRun) report(st gen.Stats) {
 		b := benchStats{
 			Impl: "mlxgo", Model: r.path, PromptTokens: st.PromptTokens, GeneratedTokens: st.GeneratedTokens,
 			PrefillTPS: st.PrefillTPS(), DecodeTPS: st.DecodeTPS(), Load: r.loadTime.Seconds(),
-			PeakMemory: st.PeakMemory, WeightBytes: r.weightBytes, KVBytes: st.KVBytes,
+			PeakMemory: st.PeakMemory, WeightBytes: r.weightBytes, KVBytes: st.KVBytes, KVBytesPerToken: st.KVBytesPerToken,
 			FinishReason: st.FinishReason, MLX: mlx.Version(),
 		}
 		if !st.FirstToken.IsZero() {
@@ -188,37 +189,34 @@ func (r *generateRun) report(st gen.Stats) {
 	}
 }
 
-// processStart is when the kernel started this process (Linux: /proc), so
-// that time to first token includes everything before main; elsewhere, when
-// the program was initialised.
+// processStart is when the kernel started this process, so that time to
+// first token includes everything before main. On Linux it is now minus the
+// process's age, from /proc/uptime and /proc/self/stat's starttime (both in
+// 10 ms units; /proc/stat's btime would add up to a second of error);
+// elsewhere, when the program was initialised.
 func processStart() time.Time {
+	now := time.Now()
 	stat, err1 := os.ReadFile("/proc/self/stat")
-	procStat, err2 := os.ReadFile("/proc/stat")
+	up, err2 := os.ReadFile("/proc/uptime")
 	if err1 != nil || err2 != nil {
 		return initTime
 	}
-	// Fields after the command name's closing parenthesis; starttime is
-	// field 22 overall, the 20th after it, in clock ticks since boot.
+	// starttime is field 22 overall, the 20th after the command name's
+	// closing parenthesis, in clock ticks since boot.
 	s := string(stat)
 	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(fields) < 20 {
+	upFields := strings.Fields(string(up))
+	if len(fields) < 20 || len(upFields) < 1 {
 		return initTime
 	}
-	ticks, err := strconv.ParseFloat(fields[19], 64)
-	if err != nil {
+	ticks, err1 := strconv.ParseFloat(fields[19], 64)
+	uptime, err2 := strconv.ParseFloat(upFields[0], 64)
+	if err1 != nil || err2 != nil || uptime < ticks/100 {
 		return initTime
 	}
-	for _, line := range strings.Split(string(procStat), "\n") {
-		if v, ok := strings.CutPrefix(line, "btime "); ok {
-			btime, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			if err != nil {
-				break
-			}
-			// USER_HZ is 100 on every Linux ABI Go supports.
-			return time.Unix(0, int64((btime+ticks/100)*1e9))
-		}
-	}
-	return initTime
+	// USER_HZ is 100 on every Linux ABI Go supports.
+	age := time.Duration((uptime - ticks/100) * float64(time.Second))
+	return now.Add(-age)
 }
 
 var initTime = time.Now()

@@ -97,3 +97,27 @@ func TestHFHubCache(t *testing.T) {
 		})
 	}
 }
+
+// FuzzResolveModelRepoID: whatever -m says, a repo id never leads outside
+// the hub cache, and resolution never panics.
+func FuzzResolveModelRepoID(f *testing.F) {
+	for _, s := range []string{"org/name", "../x", "a/..", "org/name/extra", `a\b/c`, "./x", "/abs/path", ""} {
+		f.Add(s)
+	}
+	hub := f.TempDir()
+	f.Fuzz(func(t *testing.T, arg string) {
+		if !looksLikeRepoID(arg) {
+			return
+		}
+		dir := filepath.Join(hub, "models--"+strings.ReplaceAll(arg, "/", "--"))
+		if rel, err := filepath.Rel(hub, dir); err != nil || strings.HasPrefix(rel, "..") || strings.Contains(rel, string(filepath.Separator)) {
+			t.Fatalf("repo id %q maps to %s, outside the hub cache %s", arg, dir, hub)
+		}
+		_, _ = resolveModel(arg, func(k string) string {
+			if k == "HF_HUB_CACHE" {
+				return hub
+			}
+			return ""
+		})
+	})
+}

@@ -76,6 +76,7 @@ type Stats struct {
 	DecodeDuration  time.Duration // from the first token to the last
 	PeakMemory      uint64        // MLX's peak allocator figure at the end
 	KVBytes         int           // bytes the caches hold at the end
+	KVBytesPerToken int           // bytes one token adds to the caches
 	FinishReason    string
 }
 
@@ -220,6 +221,13 @@ func (l *loop) finish(st Stats) Stats {
 		st.PeakMemory = m.Peak
 	}
 	st.KVBytes = kv.Nbytes(l.caches)
+	// Every cache array is [B, H, capacity, ...] (quantized ones included),
+	// so bytes over capacity is what one token costs, padding aside.
+	for _, a := range kv.States(l.caches) {
+		if n := a.Dim(2); n > 0 {
+			st.KVBytesPerToken += a.Nbytes() / n
+		}
+	}
 	return st
 }
 
