@@ -51,7 +51,9 @@ Flags:
 	--top-k K                 sample from the K most likely, 0 is off (default 0)
 	--repetition-penalty R    divide the logits of recent tokens by R, 0 is off
 	--repetition-context N    how many recent tokens R applies to (default 20)
-	--seed N                  seed MLX's random keys (default: not seeded)
+	--seed N                  seed MLX's random keys just before generating
+	                          (default: not seeded); the same draws as
+	                          mlx-lm's sampler after mx.random.seed(N)
 	--stop TEXT               stop before TEXT; repeatable; TEXT is never printed
 	--ignore-eos              keep going past end-of-sequence tokens
 	--kv-bits 4|8             quantize the KV cache from --quantized-kv-start
