@@ -1,0 +1,191 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	"github.com/mlxgo/mlxgo/gen"
+)
+
+// Composition is a request's execution composition (DESIGN.md §9), sent as
+// the x_mlxgo extension field: what ran, how, and what it is claimed to
+// equal. The Model sets the fixed part; the server fills in the rest per
+// request, from what was actually resolved.
+type Composition struct {
+	ArtifactFingerprint string `json:"artifact_fingerprint"`
+	ModelRuntime        string `json:"model_runtime"` // e.g. "mlxgo dev, MLX 0.32.4 (cpu)"
+	WeightScheme        string `json:"weight_scheme"` // activation dtype and quantization
+	KVScheme            string `json:"kv_scheme"`     // KV cache dtype and quantization
+	Scheduling          string `json:"scheduling"`    // serial or continuous
+	BatchRows           int    `json:"batch_rows"`    // rows decoding at admission
+	CachedPromptTokens  int    `json:"cached_tokens"` // prompt tokens from the prompt cache
+	Sampling            string `json:"sampling"`      // the resolved sampler and processors
+	FidelityContract    string `json:"fidelity_contract"`
+}
+
+type usage struct {
+	PromptTokens        int `json:"prompt_tokens"`
+	CompletionTokens    int `json:"completion_tokens"`
+	TotalTokens         int `json:"total_tokens"`
+	PromptTokensDetails struct {
+		CachedTokens int `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+}
+
+// response builds the bodies and chunks of one request's answer.
+type response struct {
+	s      *Server
+	chat   bool
+	id     string
+	model  string
+	object string
+	p      *params
+}
+
+func (s *Server) newResponse(p *params) *response {
+	r := &response{s: s, chat: p.chat, model: s.cfg.Model.ID, p: p}
+	if p.chat {
+		r.id, r.object = newID("chatcmpl-"), "chat.completion"
+	} else {
+		r.id, r.object = newID("cmpl-"), "text_completion"
+	}
+	return r
+}
+
+func (r *response) usage(res Result) usage {
+	var u usage
+	u.PromptTokens = res.Stats.PromptTokens + res.CachedTokens
+	u.CompletionTokens = res.Stats.GeneratedTokens
+	u.TotalTokens = u.PromptTokens + u.CompletionTokens
+	u.PromptTokensDetails.CachedTokens = res.CachedTokens
+	return u
+}
+
+func (r *response) composition(res Result) Composition {
+	c := r.s.cfg.Model.Composition
+	c.ArtifactFingerprint, _ = r.s.fpOnce()
+	c.Scheduling, c.BatchRows = "serial", 1
+	c.CachedPromptTokens = res.CachedTokens
+	c.Sampling = describeSampling(r.p)
+	return c
+}
+
+// describeSampling records the resolved sampler, defaults included.
+func describeSampling(p *params) string {
+	s := p.sampler
+	out := "greedy"
+	if !s.Greedy() {
+		out = fmt.Sprintf("temp=%g top_p=%g top_k=%d min_p=%g", s.Temp, s.TopP, s.TopK, s.MinP)
+	}
+	if p.seed != nil {
+		out += fmt.Sprintf(" seed=%d", *p.seed)
+	}
+	if pr := p.procs; pr.RepetitionPenalty != 0 || pr.PresencePenalty != 0 || len(pr.LogitBias) > 0 {
+		out += fmt.Sprintf(" repetition_penalty=%g presence_penalty=%g logit_bias=%d", pr.RepetitionPenalty, pr.PresencePenalty, len(pr.LogitBias))
+	}
+	return out
+}
+
+func finishReason(res Result) string {
+	if res.Stats.FinishReason == "" {
+		return gen.FinishLength
+	}
+	return res.Stats.FinishReason
+}
+
+// full is the non-streaming body.
+func (r *response) full(text string, res Result) map[string]any {
+	choice := map[string]any{"index": 0, "logprobs": nil, "finish_reason": finishReason(res)}
+	if r.chat {
+		choice["message"] = map[string]any{"role": "assistant", "content": text}
+	} else {
+		choice["text"] = text
+	}
+	return map[string]any{
+		"id": r.id, "object": r.object, "created": r.s.created, "model": r.model,
+		"choices": []any{choice}, "usage": r.usage(res), "x_mlxgo": r.composition(res),
+	}
+}
+
+// chunk is one streamed piece; finish is "" until the last choice chunk.
+func (r *response) chunk(text string, first bool, finish string) map[string]any {
+	choice := map[string]any{"index": 0, "logprobs": nil, "finish_reason": nil}
+	if finish != "" {
+		choice["finish_reason"] = finish
+	}
+	if r.chat {
+		delta := map[string]any{}
+		if first {
+			delta["role"] = "assistant"
+		}
+		if text != "" || first {
+			delta["content"] = text
+		}
+		choice["delta"] = delta
+	} else {
+		choice["text"] = text
+	}
+	c := map[string]any{"id": r.id, "object": r.object + ".chunk", "created": r.s.created, "model": r.model, "choices": []any{choice}}
+	if !r.chat {
+		c["object"] = r.object
+	}
+	if r.p.includeUsage {
+		c["usage"] = nil
+	}
+	return c
+}
+
+// stream answers with server-sent events as the engine produces text.
+func (s *Server) stream(w http.ResponseWriter, j *job, r *response) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	send := func(v any) error {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
+			return errClientGone
+		}
+		return rc.Flush()
+	}
+	if r.chat {
+		// The role comes first, before any text, as OpenAI sends it.
+		if send(r.chunk("", true, "")) != nil {
+			return
+		}
+	}
+	for {
+		ev := j.next()
+		if !ev.done {
+			if send(r.chunk(ev.text, false, "")) != nil {
+				return // the request context ends; the engine stops at its next token
+			}
+			continue
+		}
+		if ev.err != nil {
+			send(statusOf(ev.err).body())
+			return
+		}
+		last := r.chunk("", false, finishReason(ev.res))
+		last["x_mlxgo"] = r.composition(ev.res)
+		if send(last) != nil {
+			return
+		}
+		if r.p.includeUsage {
+			u := map[string]any{"id": r.id, "object": last["object"], "created": s.created, "model": r.model,
+				"choices": []any{}, "usage": r.usage(ev.res)}
+			if send(u) != nil {
+				return
+			}
+		}
+		fmt.Fprint(w, "data: [DONE]\n\n")
+		rc.Flush()
+		return
+	}
+}

@@ -1,0 +1,219 @@
+// Package server is mlxgo's OpenAI-compatible HTTP API (`mlxgo serve`):
+// request decoding and validation, chat-template rendering and tokenization,
+// server-sent event streaming, errors in OpenAI's shape, Prometheus metrics,
+// and the engine that runs completion executions.
+//
+// Handlers never touch MLX. They validate, tokenize and submit jobs to the
+// engine, whose one goroutine calls the Runner (MLXRunner wraps gen.Generate
+// and the prompt cache on the MLX executor). The scheduling mechanism is
+// serial (one row at a time, --batch 1) in this version.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/mlxgo/mlxgo/tok"
+)
+
+// Model is the served model as the HTTP layer sees it.
+type Model struct {
+	ID            string // the name /v1/models lists and responses carry
+	Tokenizer     *tok.Tokenizer
+	ContextLength int // 0: unknown, unchecked
+	VocabSize     int
+	EOS           []int32
+	// Fingerprint computes the artifact fingerprint; it is called once, in
+	// the background from Serve, because hashing the weights takes a while.
+	Fingerprint func() (string, error)
+	// Composition is the fixed part of every execution composition: model
+	// runtime, numeric scheme and fidelity contract.
+	Composition Composition
+	Runner      Runner
+}
+
+// Config is how the server runs.
+type Config struct {
+	Model          Model
+	MaxTokens      int           // per-request default (mlx_lm.server: 512)
+	APIKey         string        // "": no authentication
+	CORSOrigin     string        // "": no CORS headers
+	MaxQueue       int           // waiting requests beyond which 429 is returned
+	RequestTimeout time.Duration // 0: none
+	MaxBodyBytes   int64         // 0: 4 MiB
+	ShutdownGrace  time.Duration // 0: 10 s
+}
+
+// Server is the HTTP API over one model.
+type Server struct {
+	cfg     Config
+	m       *metrics
+	eng     *engine
+	fpOnce  func() (string, error)
+	created int64
+	tmpl    templateCache
+}
+
+// New checks cfg and returns a server; call Serve to run it.
+func New(cfg Config) (*Server, error) {
+	switch {
+	case cfg.Model.Tokenizer == nil || cfg.Model.Runner == nil:
+		return nil, errors.New("cannot start the server: a tokenizer and a runner are required")
+	case cfg.MaxTokens < 1:
+		return nil, errors.New("cannot start the server: the default max tokens must be at least 1")
+	case cfg.MaxQueue < 1:
+		return nil, errors.New("cannot start the server: the queue must hold at least 1 request")
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = 4 << 20
+	}
+	if cfg.ShutdownGrace <= 0 {
+		cfg.ShutdownGrace = 10 * time.Second
+	}
+	if cfg.Model.ID == "" {
+		cfg.Model.ID = "mlxgo"
+	}
+	fp := cfg.Model.Fingerprint
+	if fp == nil {
+		fp = func() (string, error) { return "", errors.New("no artifact fingerprint") }
+	}
+	s := &Server{cfg: cfg, m: newMetrics(), fpOnce: sync.OnceValues(fp), created: time.Now().Unix()}
+	s.eng = newEngine(cfg.Model.Runner, cfg.MaxQueue, s.m)
+	return s, nil
+}
+
+// Serve answers on ln until ctx is cancelled, then stops accepting, lets
+// in-flight requests finish within the shutdown grace, cancels the rest and
+// returns nil. ready, if not nil, is called once the server accepts.
+func (s *Server) Serve(ctx context.Context, ln net.Listener, ready func(url string)) error {
+	go s.fpOnce() // hash the weights while the first requests come in
+	go s.eng.run()
+	base, cancelAll := context.WithCancel(context.Background())
+	defer cancelAll()
+	hs := &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		// No WriteTimeout: a stream lasts as long as the generation;
+		// --request-timeout bounds that instead.
+		IdleTimeout:    120 * time.Second,
+		MaxHeaderBytes: 64 << 10,
+		BaseContext:    func(net.Listener) context.Context { return base },
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	if ready != nil {
+		ready("http://" + ln.Addr().String())
+	}
+	select {
+	case err := <-errc:
+		s.eng.close()
+		return fmt.Errorf("cannot serve: %w", err)
+	case <-ctx.Done():
+	}
+	grace, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownGrace)
+	defer cancel()
+	err := hs.Shutdown(grace)
+	if err != nil {
+		// Grace is over: cancel what is still running so that the engine
+		// ends it at its next token, and drop the connections.
+		cancelAll()
+		hs.Close()
+	}
+	s.eng.close()
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("cannot shut down: %w", err)
+	}
+	return nil
+}
+
+// Handler is the API's routes behind authentication, CORS and panic recovery.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	route := func(method, path string, h http.HandlerFunc) {
+		mux.Handle(path, s.counted(path, func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != method && !(method == http.MethodGet && r.Method == http.MethodHead) {
+				w.Header().Set("Allow", method)
+				writeError(w, &apiError{status: http.StatusMethodNotAllowed, typ: "invalid_request_error",
+					message: fmt.Sprintf("method %s is not allowed on %s; use %s", r.Method, path, method)})
+				return
+			}
+			h(w, r)
+		}))
+	}
+	route(http.MethodPost, "/v1/chat/completions", s.handleChat)
+	route(http.MethodPost, "/v1/completions", s.handleCompletion)
+	route(http.MethodGet, "/v1/models", s.handleModels)
+	route(http.MethodGet, "/health", s.handleHealth)
+	route(http.MethodGet, "/metrics", s.handleMetrics)
+	mux.Handle("/", s.counted("other", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, &apiError{status: http.StatusNotFound, typ: "invalid_request_error", code: "not_found",
+			message: fmt.Sprintf("there is no route %s %s", r.Method, r.URL.Path)})
+	}))
+	return mux
+}
+
+// statusWriter remembers the status for the requests counter.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// counted wraps every route: panic recovery into a 500 in OpenAI's shape
+// (when nothing was written yet), authentication, CORS, and the requests
+// counter by endpoint and status.
+func (s *Server) counted(endpoint string, h http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sw := &statusWriter{ResponseWriter: w}
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				if sw.status == 0 {
+					writeError(sw, fmt.Errorf("internal error: %v", v))
+				}
+			}
+			if sw.status == 0 {
+				sw.status = http.StatusOK
+			}
+			s.m.request(endpoint, sw.status)
+		}()
+		if s.cors(sw, r) {
+			return
+		}
+		if endpoint != "/health" && !s.authorized(r) {
+			writeError(sw, &apiError{status: http.StatusUnauthorized, typ: "authentication_error", code: "invalid_api_key",
+				message: "the API key is missing or wrong: send it as Authorization: Bearer KEY"})
+			return
+		}
+		h(sw, r)
+	})
+}
