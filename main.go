@@ -89,7 +89,9 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 	switch name {
 	case "generate":
 		cmd = &generateCommand{m: m}
-	case "serve", "embed", "transcribe":
+	case "serve":
+		cmd = &serveCommand{m: m}
+	case "embed", "transcribe":
 		cmd = notYet{m: m, name: name}
 	case "tokenize":
 		cmd = &tokenizeCommand{m: m}

@@ -22,6 +22,9 @@ type Runner interface {
 type Result struct {
 	Stats        gen.Stats
 	CachedTokens int // prompt tokens served from the prompt cache
+	// Figures for /metrics after the execution (0: not reported).
+	ActiveMemory, PeakMemory uint64
+	CacheBytes               int
 }
 
 // event is what the engine sends a request's handler: text as it becomes
@@ -168,6 +171,11 @@ func (e *engine) execute(j *job) {
 	e.m.promptTokens.add(float64(res.Stats.PromptTokens + res.CachedTokens))
 	e.m.generatedTokens.add(float64(res.Stats.GeneratedTokens))
 	e.m.cacheHitTokens.add(float64(res.CachedTokens))
+	if res.ActiveMemory > 0 || res.PeakMemory > 0 {
+		e.m.activeMemory.set(float64(res.ActiveMemory))
+		e.m.peakMemory.set(float64(res.PeakMemory))
+	}
+	e.m.cacheBytes.set(float64(res.CacheBytes))
 	if errors.Is(err, context.DeadlineExceeded) {
 		err = errTimeout
 	}

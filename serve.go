@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mlxgo/mlxgo/mlx"
+	"github.com/mlxgo/mlxgo/models"
+	"github.com/mlxgo/mlxgo/native"
+	"github.com/mlxgo/mlxgo/server"
+	"github.com/mlxgo/mlxgo/tok"
+)
+
+const serveUsage = `Usage: mlxgo serve [-m PATH] [flags]
+
+Serves an OpenAI-compatible HTTP API over one model until SIGINT or
+SIGTERM: POST /v1/chat/completions and /v1/completions (streaming or not),
+GET /v1/models, /health and /metrics (Prometheus). One line with the URL
+goes to stderr once the server accepts. On a signal it stops accepting,
+lets running requests finish within the grace period, and exits 0.
+
+PATH is as for mlxgo generate (model directory, .gguf file, or a Hugging
+Face repo id in the local cache); without -m, the default model.
+
+Flags:
+	-m, --model PATH          the model (default: the default model)
+	--host HOST               address to listen on (default 127.0.0.1)
+	--port N                  port (default 8080; 0 picks a free one)
+	--batch N                 rows decoded together; 1 is serial (default 1;
+	                          continuous batching is not implemented yet)
+	--max-tokens N            max_tokens of a request that gives none (default 512)
+	--prompt-cache-bytes N    KV bytes the prompt cache keeps (default 536870912;
+	                          0 turns it off)
+	--api-key KEY             require "Authorization: Bearer KEY" (default: none;
+	                          $MLXGO_API_KEY is read when the flag is absent)
+	--cors ORIGIN             allow browsers from ORIGIN ("*" for any)
+	--max-queue N             requests that may wait; more get 429 (default 64)
+	--request-timeout D       end a request after D, e.g. 2m (default: none)
+	--shutdown-grace D        how long running requests may finish after a
+	                          signal (default 10s)
+
+Example:
+	$ mlxgo serve -m ./Qwen3-0.6B-4bit --port 8000 &
+	$ curl -s localhost:8000/v1/chat/completions -d '{"messages":[{"role":"user","content":"Hi"}]}'
+`
+
+type serveCommand struct{ m *Main }
+
+type serveFlags struct {
+	model, host, apiKey, cors string
+	port, batch, maxTokens    int
+	maxQueue, cacheBytes      int
+	timeout, grace            time.Duration
+}
+
+func (c *serveCommand) parse(args []string) (*serveFlags, error) {
+	f := &serveFlags{}
+	fs := c.m.newFlagSet("serve", serveUsage)
+	fs.StringVar(&f.model, "m", "", "")
+	fs.StringVar(&f.model, "model", "", "")
+	fs.StringVar(&f.host, "host", "127.0.0.1", "")
+	fs.IntVar(&f.port, "port", 8080, "")
+	fs.IntVar(&f.batch, "batch", 1, "")
+	fs.IntVar(&f.maxTokens, "max-tokens", 512, "")
+	fs.IntVar(&f.cacheBytes, "prompt-cache-bytes", 512<<20, "")
+	fs.StringVar(&f.apiKey, "api-key", os.Getenv("MLXGO_API_KEY"), "")
+	fs.StringVar(&f.cors, "cors", "", "")
+	fs.IntVar(&f.maxQueue, "max-queue", 64, "")
+	fs.DurationVar(&f.timeout, "request-timeout", 0, "")
+	fs.DurationVar(&f.grace, "shutdown-grace", 10*time.Second, "")
+	if err := c.m.parseFlags(fs, args); err != nil {
+		return nil, err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return nil, usagef("unexpected argument %q", fs.Arg(0))
+	case f.port < 0 || f.port > 65535:
+		return nil, usagef("--port must be between 0 and 65535")
+	case f.batch < 1:
+		return nil, usagef("--batch must be at least 1")
+	case f.batch > 1:
+		return nil, usagef("--batch %d: continuous batching is not implemented yet; use --batch 1", f.batch)
+	case f.maxTokens < 1 || f.maxQueue < 1:
+		return nil, usagef("--max-tokens and --max-queue must be at least 1")
+	case f.cacheBytes < 0 || f.timeout < 0 || f.grace <= 0:
+		return nil, usagef("--prompt-cache-bytes and --request-timeout must not be negative; --shutdown-grace must be positive")
+	}
+	return f, nil
+}
+
+func (c *serveCommand) Run(ctx context.Context, args []string) error {
+	f, err := c.parse(args)
+	if err != nil {
+		return err
+	}
+	path, err := resolveModel(f.model, os.Getenv)
+	if err != nil {
+		return err
+	}
+	p, err := native.Resolve(ctx, native.Options{})
+	if err != nil {
+		return fmt.Errorf("cannot find the native pack: %w", err)
+	}
+	if err := mlx.Load(p.ShimPath()); err != nil {
+		return fmt.Errorf("cannot load the native pack %s: %w", p.Dir, err)
+	}
+	t, err := tok.Load(path)
+	if err != nil {
+		return fmt.Errorf("cannot load the tokenizer of %s: %w", path, err)
+	}
+	t.Truncation, t.Padding = nil, nil // never cut a prompt silently
+	var model models.Model
+	if err := mlx.Do(func() (err error) { model, err = models.Load(path, models.LoadOptions{}); return err }); err != nil {
+		return fmt.Errorf("cannot load model %s: %w", path, err)
+	}
+	defer mlx.Do(model.Close)
+	id := strings.TrimSuffix(filepath.Base(path), ".gguf")
+	srv, err := server.New(server.Config{
+		Model:     server.NewMLXModel(model, t, id, "mlxgo "+Version, f.cacheBytes),
+		MaxTokens: f.maxTokens, APIKey: f.apiKey, CORSOrigin: f.cors, MaxQueue: f.maxQueue,
+		RequestTimeout: f.timeout, ShutdownGrace: f.grace,
+	})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(f.host, strconv.Itoa(f.port)))
+	if err != nil {
+		return fmt.Errorf("cannot listen on %s:%d: %w", f.host, f.port, err)
+	}
+	return srv.Serve(ctx, ln, func(url string) {
+		fmt.Fprintf(c.m.Stderr, "mlxgo: serving %s on %s\n", id, url)
+	})
+}

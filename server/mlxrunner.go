@@ -1,0 +1,141 @@
+package server
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/mlxgo/mlxgo/gen"
+	"github.com/mlxgo/mlxgo/kv"
+	"github.com/mlxgo/mlxgo/mlx"
+	"github.com/mlxgo/mlxgo/models"
+	"github.com/mlxgo/mlxgo/tok"
+)
+
+// MLXRunner runs completion executions with gen.Generate on the MLX
+// executor, reusing KV from the prompt cache when it holds a prefix.
+type MLXRunner struct {
+	Model models.Model
+	Cache *PromptCache // nil: no prompt cache
+}
+
+// Run implements Runner. With a cache hit only the uncached prompt tokens go
+// to gen.Generate, as mlx_lm.server passes only the rest of the prompt; the
+// logits processors then see that rest, as they do there.
+func (r *MLXRunner) Run(ctx context.Context, prompt []int32, o gen.Options, seed *uint64, emit func(int32) error) (Result, error) {
+	var res Result
+	err := mlx.Do(func() error {
+		var caches []kv.Cache
+		if r.Cache != nil {
+			caches, res.CachedTokens = r.Cache.take(prompt)
+		}
+		if caches == nil {
+			caches, res.CachedTokens = r.Model.NewCaches(o.KV), 0
+		}
+		if seed != nil {
+			// mx.random.seed before anything draws a key: the same seed and
+			// request give the same tokens (the engine is serial).
+			if err := mlx.Seed(*seed); err != nil {
+				kv.FreeAll(caches)
+				return err
+			}
+		}
+		// The context check must count the cached tokens too.
+		o.ContextLength = max(0, o.ContextLength-res.CachedTokens)
+		var out []int32
+		st, err := gen.Generate(ctx, keptCaches{r.Model, caches}, prompt[res.CachedTokens:], o, func(t int32) error {
+			out = append(out, t)
+			return emit(t)
+		})
+		res.Stats = st
+		if err != nil || r.Cache == nil {
+			kv.FreeAll(caches)
+		} else {
+			r.keep(append(append([]int32(nil), prompt...), out...), caches)
+		}
+		if m, merr := mlx.Memory(); merr == nil {
+			res.ActiveMemory, res.PeakMemory = m.Active, m.Peak
+		}
+		if r.Cache != nil {
+			res.CacheBytes = r.Cache.Bytes()
+		}
+		return err
+	})
+	return res, err
+}
+
+// keep puts the caches back under the tokens they hold. gen.Generate runs
+// one step ahead, so the caches may hold one token more than was emitted
+// (an EOS) or one less (the last token at max_tokens): the key is what the
+// caches hold, and an unknown extra token is trimmed off.
+func (r *MLXRunner) keep(tokens []int32, caches []kv.Cache) {
+	if len(caches) == 0 {
+		return
+	}
+	held := caches[0].Offset()
+	if extra := held - len(tokens); extra > 0 {
+		if kv.Trim(caches, extra) != extra {
+			kv.FreeAll(caches)
+			return
+		}
+		held = len(tokens)
+	}
+	r.Cache.put(tokens[:held], caches)
+}
+
+// keptCaches hands gen.Generate caches it must not free (it frees the caches
+// it makes when it returns; these go back to the prompt cache).
+// TODO(gen): an Options field for caller-owned caches would make this
+// wrapper unnecessary.
+type keptCaches struct {
+	models.Model
+	caches []kv.Cache
+}
+
+func (k keptCaches) NewCaches(kv.Options) []kv.Cache {
+	out := make([]kv.Cache, len(k.caches))
+	for i, c := range k.caches {
+		out[i] = keptCache{c}
+	}
+	return out
+}
+
+type keptCache struct{ kv.Cache }
+
+func (keptCache) Free() {}
+
+// NewMLXModel describes a loaded model for the server: its limits, EOS ids
+// (the config's and the tokenizer's, as mlx-lm's TokenizerWrapper collects
+// them), the fixed part of its execution composition, and a runner with a
+// prompt cache of cacheBytes (0: none). runtime names mlxgo's version.
+func NewMLXModel(m models.Model, t *tok.Tokenizer, id, runtime string, cacheBytes int) Model {
+	info := m.Info()
+	var eos []int32
+	for _, e := range info.EOS {
+		eos = append(eos, int32(e))
+	}
+	if name := t.Config().EOS; name != "" {
+		if e, ok := t.TokenToID(name); ok {
+			eos = append(eos, e)
+		}
+	}
+	r := &MLXRunner{Model: m}
+	if cacheBytes > 0 {
+		r.Cache = NewPromptCache(cacheBytes)
+	}
+	return Model{
+		ID: id, Tokenizer: t, ContextLength: info.ContextLength, VocabSize: info.VocabSize, EOS: eos,
+		Fingerprint: func() (string, error) {
+			if info.Artifact == nil {
+				return "", fmt.Errorf("the model has no artifact record")
+			}
+			return info.Artifact.Fingerprint()
+		},
+		Composition: Composition{
+			ModelRuntime:     fmt.Sprintf("%s, MLX %s", runtime, mlx.Version()),
+			WeightScheme:     fmt.Sprintf("%s %s, %s activations (%s)", info.ModelType, info.Quantization, info.Dtype, info.Format),
+			KVScheme:         info.Dtype + ", not quantized",
+			FidelityContract: "L1: logits bit-identical to mlx-lm 0.32.2 on the same libmlx",
+		},
+		Runner: r,
+	}
+}
