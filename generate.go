@@ -262,7 +262,7 @@ func (f *generateFlags) templateKwargs() (map[string]any, error) {
 // encodePrompt is mlx_lm.generate's prompt handling: the chat template
 // (system message first when given) rendered to text and encoded without
 // special tokens, or with --raw (or no template) the text encoded with them.
-func encodePrompt(t *tok.Tokenizer, f *generateFlags, text string) ([]int32, error) {
+func encodePrompt(t *tok.Tokenizer, f *generateFlags, text string, stderr io.Writer) ([]int32, error) {
 	// Tokenizer truncation from tokenizer.json would cut the prompt silently;
 	// transformers turns it off for encode, and so do we.
 	t.Truncation, t.Padding = nil, nil
@@ -270,6 +270,11 @@ func encodePrompt(t *tok.Tokenizer, f *generateFlags, text string) ([]int32, err
 	if f.raw || cfg.ChatTemplate == "" {
 		if !f.raw && (f.system != "" || f.noThink || f.kwargs != "") {
 			return nil, errors.New("the model has no chat template: --system, --no-think and --template-kwargs cannot apply (use --raw)")
+		}
+		if !f.raw {
+			// mlx-lm falls back silently; say so, since a chat model
+			// answers a raw prompt very differently.
+			fmt.Fprintln(stderr, "mlxgo: warning: the model has no chat template; the prompt is used as is (as with --raw)")
 		}
 		return t.Encode(text, true)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,7 +35,7 @@ func TestEncodePrompt(t *testing.T) {
 		{"raw", generateFlags{raw: true}, "Why is the sky blue?"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ids, err := encodePrompt(tk, &tc.f, "Why is the sky blue?")
+			ids, err := encodePrompt(tk, &tc.f, "Why is the sky blue?", io.Discard)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -43,7 +44,7 @@ func TestEncodePrompt(t *testing.T) {
 			}
 		})
 	}
-	if _, err := encodePrompt(tk, &generateFlags{kwargs: `[1]`}, "x"); err == nil {
+	if _, err := encodePrompt(tk, &generateFlags{kwargs: `[1]`}, "x", io.Discard); err == nil {
 		t.Fatal("--template-kwargs that is not an object was accepted")
 	}
 }

@@ -30,7 +30,7 @@ type generateRun struct {
 
 func (r *generateRun) run(ctx context.Context, model models.Model, t *tok.Tokenizer, text string) error {
 	info := model.Info()
-	ids, err := encodePrompt(t, r.f, text)
+	ids, err := encodePrompt(t, r.f, text, r.m.Stderr)
 	if err != nil {
 		return err
 	}
