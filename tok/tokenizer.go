@@ -96,6 +96,9 @@ func Load(path string) (*Tokenizer, error) {
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("cannot load tokenizer: %w", err)
 	}
+	if err := readTemplateFiles(dir, &cfg); err != nil {
+		return nil, fmt.Errorf("cannot load tokenizer: %w", err)
+	}
 	t, err := FromJSON(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
