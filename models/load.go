@@ -38,6 +38,16 @@ func loadDir(dir string) (Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot read model config: %w", err)
 	}
+	// The architecture first: a model we cannot run is told so plainly,
+	// not through whatever else its config lacks.
+	var head struct {
+		ModelType string `json:"model_type"`
+	}
+	if json.Unmarshal(data, &head) == nil && head.ModelType != "" {
+		if _, ok := builders[head.ModelType]; !ok {
+			return nil, unsupported(head.ModelType)
+		}
+	}
 	cfg, err := ParseConfig(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", cfgPath, err)
@@ -51,10 +61,7 @@ func loadDir(dir string) (Model, error) {
 			cfg.EOSTokenID = gc.EOS
 		}
 	}
-	build, ok := builders[cfg.ModelType]
-	if !ok {
-		return nil, unsupported(cfg.ModelType)
-	}
+	build := builders[cfg.ModelType]
 	set, err := safetensors.OpenDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("cannot open model weights: %w", err)
