@@ -39,9 +39,12 @@ def process_start_epoch() -> float:
         # comm (field 2) may contain spaces; fields after the closing paren are fixed.
         fields = f.read().rsplit(")", 1)[1].split()
     start_ticks = int(fields[19])  # field 22 overall: starttime in clock ticks since boot
-    with open("/proc/stat") as f:
-        btime = next(int(line.split()[1]) for line in f if line.startswith("btime "))
-    return btime + start_ticks / os.sysconf("SC_CLK_TCK")
+    # /proc/stat's btime is whole seconds; /proc/uptime is exact to 10 ms, so
+    # "now minus the process's age" is the sharper start time (mlxgo does the same).
+    with open("/proc/uptime") as f:
+        uptime = float(f.read().split()[0])
+    age = uptime - start_ticks / os.sysconf("SC_CLK_TCK")
+    return time.time() - age
 
 
 T_START = process_start_epoch()
