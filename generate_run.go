@@ -50,7 +50,7 @@ func (r *generateRun) run(ctx context.Context, model models.Model, t *tok.Tokeni
 		VocabSize:        info.VocabSize,
 	}
 	if !r.f.ignoreEOS {
-		o.EOS = eosIDs(info, t)
+		o.EOS = info.EOSIDs(t.EOSIDs()...)
 	}
 	if r.f.verbose {
 		fmt.Fprintf(r.m.Stderr, "model:       %s (%s, %s, %s), loaded in %.2f s\n", r.path, info.ModelType, info.Dtype, info.Quantization, r.loadTime.Seconds())
@@ -77,21 +77,6 @@ func (r *generateRun) run(ctx context.Context, model models.Model, t *tok.Tokeni
 		r.report(st)
 	}
 	return err
-}
-
-// eosIDs is the model config's EOS ids plus the tokenizer's EOS token, as
-// mlx-lm's TokenizerWrapper.eos_token_ids collects them.
-func eosIDs(info models.Info, t *tok.Tokenizer) []int32 {
-	var ids []int32
-	for _, id := range info.EOS {
-		ids = append(ids, int32(id))
-	}
-	if eos := t.Config().EOS; eos != "" {
-		if id, ok := t.TokenToID(eos); ok {
-			ids = append(ids, id)
-		}
-	}
-	return ids
 }
 
 // unescapeStops turns the escapes a shell user types (\n, \t, \\) into the

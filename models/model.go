@@ -126,3 +126,26 @@ func Supported() []string {
 	sort.Strings(out)
 	return out
 }
+
+// EOSIDs are the ids that end generation: the config's eos_token_id plus
+// extra (the tokenizer's EOS), each once, as mlx-lm's TokenizerWrapper
+// collects them.
+func (i Info) EOSIDs(extra ...int32) []int32 {
+	var ids []int32
+	seen := map[int32]bool{}
+	for _, id := range append(toInt32s(i.EOS), extra...) {
+		if !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+func toInt32s(v []int) []int32 {
+	out := make([]int32, len(v))
+	for i, x := range v {
+		out[i] = int32(x)
+	}
+	return out
+}

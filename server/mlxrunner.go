@@ -109,15 +109,7 @@ func (keptCache) Free() {}
 // prompt cache of cacheBytes (0: none). runtime names mlxgo's version.
 func NewMLXModel(m models.Model, t *tok.Tokenizer, id, runtime string, cacheBytes int) Model {
 	info := m.Info()
-	var eos []int32
-	for _, e := range info.EOS {
-		eos = append(eos, int32(e))
-	}
-	if name := t.Config().EOS; name != "" {
-		if e, ok := t.TokenToID(name); ok {
-			eos = append(eos, e)
-		}
-	}
+	eos := info.EOSIDs(t.EOSIDs()...)
 	r := &MLXRunner{Model: m}
 	if cacheBytes > 0 {
 		r.Cache = NewPromptCache(cacheBytes)

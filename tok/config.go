@@ -123,3 +123,14 @@ func chatTemplates(raw json.RawMessage) (string, map[string]string, error) {
 	}
 	return named["default"], named, nil
 }
+
+// EOSIDs is the id of the EOS token that tokenizer_config.json (or GGUF
+// metadata) names, as a list of zero or one ids.
+func (t *Tokenizer) EOSIDs() []int32 {
+	if name := t.config.EOS; name != "" {
+		if id, ok := t.TokenToID(name); ok {
+			return []int32{id}
+		}
+	}
+	return nil
+}
