@@ -91,7 +91,9 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 		cmd = &generateCommand{m: m}
 	case "serve":
 		cmd = &serveCommand{m: m}
-	case "embed", "transcribe":
+	case "embed":
+		cmd = &embedCommand{m: m}
+	case "transcribe":
 		cmd = notYet{m: m, name: name}
 	case "tokenize":
 		cmd = &tokenizeCommand{m: m}

@@ -1,0 +1,246 @@
+// Package bert is the BERT encoder (Hugging Face BertModel, post-layer-norm,
+// absolute positions, exact GELU) on MLX, as sentence-transformers models such
+// as all-MiniLM-L6-v2 use it. It returns the last hidden state; pooling and
+// normalization belong to the embedding pipeline (models/embed).
+//
+// Everything that touches MLX runs on the executor (inside mlx.Do). Weights
+// are detached from scopes and freed by Close. It must never guess at a
+// checkpoint it does not understand: an unknown tensor or setting is an error.
+package bert
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/mlxgo/mlxgo/mlx"
+	"github.com/mlxgo/mlxgo/models/safetensors"
+)
+
+// Config is the part of a BERT config.json the encoder reads.
+type Config struct {
+	ModelType             string  `json:"model_type"`
+	HiddenSize            int     `json:"hidden_size"`
+	NumHiddenLayers       int     `json:"num_hidden_layers"`
+	NumAttentionHeads     int     `json:"num_attention_heads"`
+	IntermediateSize      int     `json:"intermediate_size"`
+	MaxPositionEmbeddings int     `json:"max_position_embeddings"`
+	TypeVocabSize         int     `json:"type_vocab_size"`
+	VocabSize             int     `json:"vocab_size"`
+	LayerNormEps          float64 `json:"layer_norm_eps"`
+	HiddenAct             string  `json:"hidden_act"`
+	PositionEmbeddingType string  `json:"position_embedding_type"`
+}
+
+// ParseConfig decodes and checks a BERT config.json.
+func ParseConfig(data []byte) (*Config, error) {
+	c := &Config{LayerNormEps: 1e-12, HiddenAct: "gelu", PositionEmbeddingType: "absolute", TypeVocabSize: 2}
+	if err := json.Unmarshal(data, c); err != nil {
+		return nil, fmt.Errorf("cannot parse config.json: %w", err)
+	}
+	switch {
+	case c.ModelType != "bert":
+		return nil, fmt.Errorf("model_type %q is not bert", c.ModelType)
+	case c.HiddenSize <= 0 || c.NumHiddenLayers <= 0 || c.NumAttentionHeads <= 0 || c.IntermediateSize <= 0:
+		return nil, fmt.Errorf("hidden_size, num_hidden_layers, num_attention_heads and intermediate_size must be positive")
+	case c.HiddenSize%c.NumAttentionHeads != 0:
+		return nil, fmt.Errorf("hidden_size %d is not a multiple of num_attention_heads %d", c.HiddenSize, c.NumAttentionHeads)
+	case c.MaxPositionEmbeddings <= 0 || c.VocabSize <= 0 || c.TypeVocabSize <= 0:
+		return nil, fmt.Errorf("max_position_embeddings, vocab_size and type_vocab_size must be positive")
+	case c.HiddenAct != "gelu":
+		// gelu_new and friends would change every vector; refuse rather than approximate.
+		return nil, fmt.Errorf("hidden_act %q is not supported (gelu)", c.HiddenAct)
+	case c.PositionEmbeddingType != "absolute":
+		return nil, fmt.Errorf("position_embedding_type %q is not supported (absolute)", c.PositionEmbeddingType)
+	case !(c.LayerNormEps > 0) || math.IsInf(c.LayerNormEps, 0):
+		return nil, fmt.Errorf("layer_norm_eps %v must be a positive number", c.LayerNormEps)
+	}
+	return c, nil
+}
+
+// dense is a torch Linear; wT is its weight transposed once at load to
+// [in, out] and made contiguous: MLX's CPU matmul runs about twice as fast on
+// it as on a transposed view.
+type dense struct{ wT, b *mlx.Array }
+
+func (d dense) apply(x *mlx.Array) *mlx.Array {
+	return mlx.Addmm(d.b, x, d.wT, 1, 1)
+}
+
+type norm struct{ w, b *mlx.Array }
+
+type layer struct {
+	q, k, v, attnOut  dense
+	attnNorm          norm
+	intermediate, out dense
+	outNorm           norm
+}
+
+// Model is a loaded BERT encoder.
+type Model struct {
+	cfg                Config
+	word, pos, tokType *mlx.Array
+	embNorm            norm
+	layers             []layer
+	eps                float32
+	arrays             []*mlx.Array
+}
+
+// Config returns the model's configuration.
+func (m *Model) Config() Config { return m.cfg }
+
+// Load reads config.json and the safetensors weights in dir. Call it inside
+// mlx.Do. Names may carry the "bert." prefix of BertForX checkpoints.
+func Load(dir string) (*Model, error) {
+	data, err := os.ReadFile(filepath.Join(dir, "config.json"))
+	if err != nil {
+		return nil, fmt.Errorf("cannot read bert config: %w", err)
+	}
+	cfg, err := ParseConfig(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "config.json"), err)
+	}
+	set, err := safetensors.OpenDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("cannot open bert weights: %w", err)
+	}
+	// MLX copies the bytes, so the mapping can go once the model is built.
+	defer set.Close()
+	m := &Model{cfg: *cfg, eps: float32(cfg.LayerNormEps)}
+	if err := m.build(set); err != nil {
+		m.Close()
+		return nil, fmt.Errorf("cannot load bert model from %s: %w", dir, err)
+	}
+	return m, nil
+}
+
+// loader takes named tensors out of a safetensors set, checking shapes and
+// remembering which were used so that leftovers can be reported.
+type loader struct {
+	set   *safetensors.Set
+	names map[string]string // name without prefix -> name in the file
+	used  map[string]bool
+	m     *Model
+	err   error
+}
+
+func (l *loader) get(name string, shape ...int) *mlx.Array {
+	if l.err != nil {
+		return nil
+	}
+	full, ok := l.names[name]
+	if !ok {
+		l.err = fmt.Errorf("cannot find weight %s", name)
+		return nil
+	}
+	t, _ := l.set.Tensor(full)
+	if fmt.Sprint(t.Shape) != fmt.Sprint(shape) {
+		l.err = fmt.Errorf("weight %s has shape %v, want %v", name, t.Shape, shape)
+		return nil
+	}
+	var dt mlx.Dtype
+	switch t.DType {
+	case safetensors.F32:
+		dt = mlx.Float32
+	case safetensors.F16:
+		dt = mlx.Float16
+	case safetensors.BF16:
+		dt = mlx.BFloat16
+	default:
+		l.err = fmt.Errorf("weight %s has dtype %s, want F32, F16 or BF16", name, t.DType)
+		return nil
+	}
+	a := mlx.FromBytes(t.Data, dt, t.Shape...)
+	// Activations run in float32 whatever the storage: the reference does.
+	if dt != mlx.Float32 {
+		a = mlx.AsType(a, mlx.Float32)
+	}
+	if err := mlx.Eval(a); err != nil {
+		l.err = fmt.Errorf("cannot load weight %s: %w", name, err)
+		return nil
+	}
+	mlx.Detach(a)
+	l.m.arrays = append(l.m.arrays, a)
+	l.used[name] = true
+	return a
+}
+
+func (l *loader) dense(p string, in, out int) dense {
+	w := l.get(p+".weight", out, in)
+	if l.err != nil {
+		return dense{}
+	}
+	wT := mlx.Contiguous(mlx.Transpose(w))
+	if err := mlx.Eval(wT); err != nil {
+		l.err = fmt.Errorf("cannot transpose weight %s: %w", p, err)
+		return dense{}
+	}
+	mlx.Detach(wT)
+	l.m.arrays = append(l.m.arrays, wT)
+	return dense{wT: wT, b: l.get(p+".bias", out)}
+}
+
+func (l *loader) norm(p string, dims int) norm {
+	return norm{w: l.get(p+".weight", dims), b: l.get(p+".bias", dims)}
+}
+
+func (m *Model) build(set *safetensors.Set) error {
+	l := &loader{set: set, names: map[string]string{}, used: map[string]bool{}, m: m}
+	for _, n := range set.Names() {
+		l.names[strings.TrimPrefix(n, "bert.")] = n
+	}
+	c, h := m.cfg, m.cfg.HiddenSize
+	s := mlx.NewScope()
+	defer s.Close()
+	m.word = l.get("embeddings.word_embeddings.weight", c.VocabSize, h)
+	m.pos = l.get("embeddings.position_embeddings.weight", c.MaxPositionEmbeddings, h)
+	m.tokType = l.get("embeddings.token_type_embeddings.weight", c.TypeVocabSize, h)
+	m.embNorm = l.norm("embeddings.LayerNorm", h)
+	m.layers = make([]layer, c.NumHiddenLayers)
+	for i := range m.layers {
+		p := fmt.Sprintf("encoder.layer.%d.", i)
+		m.layers[i] = layer{
+			q:            l.dense(p+"attention.self.query", h, h),
+			k:            l.dense(p+"attention.self.key", h, h),
+			v:            l.dense(p+"attention.self.value", h, h),
+			attnOut:      l.dense(p+"attention.output.dense", h, h),
+			attnNorm:     l.norm(p+"attention.output.LayerNorm", h),
+			intermediate: l.dense(p+"intermediate.dense", h, c.IntermediateSize),
+			out:          l.dense(p+"output.dense", c.IntermediateSize, h),
+			outNorm:      l.norm(p+"output.LayerNorm", h),
+		}
+	}
+	if l.err != nil {
+		return l.err
+	}
+	// The pooler (BertModel's CLS head) and the position_ids buffer are not
+	// part of the sentence-transformers Transformer output; anything else
+	// unused means a layout we do not understand.
+	var extra []string
+	for name := range l.names {
+		if l.used[name] || name == "embeddings.position_ids" || strings.HasPrefix(name, "pooler.") {
+			continue
+		}
+		extra = append(extra, name)
+	}
+	if len(extra) > 0 {
+		sort.Strings(extra)
+		if len(extra) > 5 {
+			extra = append(extra[:5], fmt.Sprintf("and %d more", len(extra)-5))
+		}
+		return fmt.Errorf("checkpoint has weights the model does not use: %s", strings.Join(extra, ", "))
+	}
+	return nil
+}
+
+// Close frees the weights (call inside mlx.Do).
+func (m *Model) Close() {
+	for _, a := range m.arrays {
+		a.Free()
+	}
+	m.arrays = nil
+}
