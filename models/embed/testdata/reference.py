@@ -14,7 +14,7 @@ L2 normalize on the same libmlx, where bit-exact results are expected.
     python reference.py corpus OUT.txt [--n 512]
     python reference.py bert MODEL_DIR CORPUS OUT.json
     python reference.py qwen3-model OUT_DIR
-    python reference.py qwen3 MODEL_DIR CORPUS OUT.json [--instruction TEXT]
+    python reference.py qwen3 [--instruction TEXT] MODEL_DIR CORPUS OUT.json
     python reference.py bench MODEL_DIR CORPUS --batch-size 32 --rounds 3 --mlxgo ./mlxgo
 """
 
