@@ -209,7 +209,7 @@ def cmd_bench(a) -> None:
     cfg, w = load_bert(d)
     t = tokenizer(d, max_seq_length(d, cfg["max_position_embeddings"]))
     lines = Path(a.corpus).read_text().splitlines()
-    cmd = [a.mlxgo, "embed", "-m", str(d), "--batch-size", str(a.batch_size)]
+    cmd = [a.mlxgo, "embed", "-m", str(d), "--truncate", "--batch-size", str(a.batch_size)]  # the reference truncates at max_seq_length too
 
     def ref():
         ids = [e.ids for e in t.encode_batch(lines)]
