@@ -85,7 +85,11 @@ func loadDir(dir string) (Model, error) {
 			if err != nil {
 				return nil, err
 			}
-			return mlx.FromBytes(t.Data, d, t.Shape...), nil
+			a := mlx.FromBytes(t.Data, d, t.Shape...)
+			// MLX has copied the bytes: the mapped pages can leave memory now
+			// rather than when the whole model is built.
+			set.Release(name)
+			return a, nil
 		}}
 	}
 	d, err := build(cfg, newWeightSet(src, cfg.Quantization))

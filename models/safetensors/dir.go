@@ -131,6 +131,16 @@ type Tensor struct {
 	Data []byte
 }
 
+// Release drops the named tensor's pages from the resident set once its
+// bytes have been copied (File.Release); unknown names are ignored.
+func (s *Set) Release(name string) {
+	if f, ok := s.byName[name]; ok {
+		if ti, ok := f.Tensor(name); ok {
+			f.Release(ti)
+		}
+	}
+}
+
 // Tensor returns the named tensor without copying its data.
 func (s *Set) Tensor(name string) (Tensor, bool) {
 	f, ok := s.byName[name]

@@ -53,6 +53,7 @@ type File struct {
 
 	byName map[string]int
 	data   []byte // the data section
+	mapped []byte // the whole mapping (page-aligned), for Release
 	unmap  func() error
 }
 
@@ -67,7 +68,7 @@ func Open(path string) (*File, error) {
 		unmap()
 		return nil, fmt.Errorf("cannot read safetensors file %s: %w", path, err)
 	}
-	f.Path, f.unmap = path, unmap
+	f.Path, f.unmap, f.mapped = path, unmap, data
 	return f, nil
 }
 
@@ -259,6 +260,15 @@ func (f *File) Close() error {
 		return nil
 	}
 	err := f.unmap()
-	f.unmap, f.data = nil, nil
+	f.unmap, f.data, f.mapped = nil, nil, nil
 	return err
+}
+
+// Release tells the kernel that t's bytes have been copied out (see
+// mmap.Release): they leave the resident set, and Data(t) stays readable.
+func (f *File) Release(t TensorInfo) {
+	if f.mapped != nil {
+		off := int64(len(f.mapped) - len(f.data)) // the header precedes the data section
+		mmap.Release(f.mapped, off+t.Begin, off+t.End)
+	}
 }

@@ -36,3 +36,23 @@ func File(path string) (data []byte, unmap func() error, err error) {
 	}
 	return data, func() error { return syscall.Munmap(data) }, nil
 }
+
+// Release drops the pages wholly inside mapping[off:end] from the process's
+// resident set once their bytes have been copied elsewhere (MLX copies host
+// data when it makes an array): without it, loading a model holds the file's
+// pages and MLX's copy at once, twice the weights. The mapping stays valid;
+// a later read faults the pages back in from the file. mapping must start
+// on a page boundary, as File's mappings do.
+func Release(mapping []byte, off, end int64) {
+	page := int64(os.Getpagesize())
+	start := (off + page - 1) / page * page
+	stop := end / page * page
+	if stop > int64(len(mapping)) {
+		stop = int64(len(mapping)) / page * page
+	}
+	if start >= stop {
+		return
+	}
+	// Advice only: an error leaves the pages resident, which is still correct.
+	_ = syscall.Madvise(mapping[start:stop], syscall.MADV_DONTNEED)
+}
