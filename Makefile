@@ -12,7 +12,7 @@ CACHE   := .cache
 DATA    := $(CACHE)/data
 REG     := $(CACHE)/registry
 
-.PHONY: all build venv data data-tok data-smollm2 data-minilm test vet demo fuzz clean bench-tok
+.PHONY: all build venv data data-tok data-smollm2 data-minilm test vet demo fuzz clean bench-tok bench-embed
 
 all: build native-install
 
@@ -141,6 +141,11 @@ bench: venv build native-install
 # Tokenizer encode throughput: mlxgo against Hugging Face tokenizers (Rust, one thread), one run.
 bench-tok: venv data
 	$(PY) tok/testdata/bench_tok.py
+
+# Sentence embeddings: mlxgo embed against the numpy reference on the same corpus and batch size.
+bench-embed: venv data build native-install
+	mkdir -p $(CACHE)/embed && $(PY) models/embed/testdata/reference.py corpus $(CACHE)/embed/bench-corpus.txt
+	$(PY) models/embed/testdata/reference.py bench $(DATA)/all-minilm-l6-v2 $(CACHE)/embed/bench-corpus.txt --batch-size 32 --rounds 3 --mlxgo ./mlxgo
 
 clean:
 	rm -rf mlxgo build

@@ -14,6 +14,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -180,6 +181,10 @@ func (l *loader) dense(p string, in, out int) dense {
 		return dense{}
 	}
 	mlx.Detach(wT)
+	// Only the transposed copy is used: free the original now rather than
+	// keep the layer's weights twice.
+	l.m.arrays = slices.DeleteFunc(l.m.arrays, func(a *mlx.Array) bool { return a == w })
+	w.Free()
 	l.m.arrays = append(l.m.arrays, wT)
 	return dense{wT: wT, b: l.get(p+".bias", out)}
 }
