@@ -138,6 +138,16 @@ bench: venv build native-install
 	  --max-tokens $(BENCH_TOKENS) --bandwidth --json $(CACHE)/bench/$(notdir $(BENCH_MODEL)).json \
 	  --b-cmd './mlxgo generate -m {model} --raw --temp 0 --ignore-eos --max-tokens {max_tokens} --json-stats < {prompt_file}'
 
+# Every fuzz target in the tree, FUZZTIME each; new crashers land in the package's
+# testdata/fuzz/ and become regression tests in `make test`.
+FUZZTIME ?= 20s
+fuzz:
+	set -e; for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+	    echo ">>> $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
+	  done; \
+	done
+
 # Tokenizer encode throughput: mlxgo against Hugging Face tokenizers (Rust, one thread), one run.
 bench-tok: venv data
 	$(PY) tok/testdata/bench_tok.py
