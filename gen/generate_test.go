@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/mlxgo/mlxgo/internal/mlxtest"
 	"github.com/mlxgo/mlxgo/kv"
 	"github.com/mlxgo/mlxgo/mlx"
 )
@@ -22,7 +23,7 @@ func runFake(t *testing.T, prompt []int32, o Options, emit func(n int, tok int32
 		st  Stats
 		err error
 	)
-	needMLX(t)
+	mlxtest.Need(t)
 	if e := mlx.Do(func() error {
 		m = newFakeModel(fakeVocab, 64, 3)
 		defer m.free()
@@ -149,7 +150,7 @@ func TestStopConditions(t *testing.T) {
 			var out []int32
 			var st Stats
 			var gerr error
-			needMLX(t)
+			mlxtest.Need(t)
 			if err := mlx.Do(func() error {
 				m := newFakeModel(fakeVocab, 64, 3)
 				defer m.free()
@@ -199,7 +200,7 @@ func TestNoLeaks(t *testing.T) {
 		{"rotating kv", Options{KV: kv.Options{MaxKVSize: 16}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			needMLX(t)
+			mlxtest.Need(t)
 			var before, after int64
 			live := map[int]int64{}
 			err := mlx.Do(func() error {

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/mlxgo/mlxgo/internal/mlxtest"
 	"github.com/mlxgo/mlxgo/internal/testenv"
 	"github.com/mlxgo/mlxgo/kv"
 	"github.com/mlxgo/mlxgo/mlx"
@@ -61,7 +62,7 @@ func promptIDs(n, vocab int) []int32 {
 // same tiny models with the same seed, sampler, processors and cache
 // settings: the token sequences must be identical.
 func TestGenerateMatchesMLXLM(t *testing.T) {
-	needMLX(t)
+	mlxtest.Need(t)
 	base := generateCase{Steps: 40, Seed: 11, Temp: 0.8, TopP: 0.95, PrefillStepSize: 2048, QuantizedKVStart: 5000}
 	with := func(name, model string, plen int, f func(c *generateCase)) generateCase {
 		c := base
@@ -89,7 +90,7 @@ func TestGenerateMatchesMLXLM(t *testing.T) {
 				t.Fatalf("mlx-lm gave %d tokens, want %d", len(ref), tc.Steps)
 			}
 			var got []int32
-			do(t, func() error {
+			mlxtest.Do(t, func() error {
 				m, err := models.Load(tc.Model, models.LoadOptions{})
 				if err != nil {
 					return err

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/mlxgo/mlxgo/internal/mlxtest"
 	"github.com/mlxgo/mlxgo/internal/testenv"
 	"github.com/mlxgo/mlxgo/mlx"
 )
@@ -85,7 +86,7 @@ func processorCases() []processorCase {
 // TestSamplerMatchesMLXLM draws tokens with the same seed, logits and settings
 // through gen's sampler and mlx-lm's make_sampler: the sequences must be equal.
 func TestSamplerMatchesMLXLM(t *testing.T) {
-	needMLX(t)
+	mlxtest.Need(t)
 	procs := processorCases()
 	toks := []int32{5, 17, 17, 3, 999, 42, 5, 8, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 700, 701, 702}
 	for i := range procs {
@@ -116,7 +117,7 @@ func TestSamplerMatchesMLXLM(t *testing.T) {
 				t.Fatal(err)
 			}
 			var got []int64
-			do(t, func() error {
+			mlxtest.Do(t, func() error {
 				if err := mlx.Seed(tc.Seed); err != nil {
 					return err
 				}
@@ -163,7 +164,7 @@ func TestSamplerMatchesMLXLM(t *testing.T) {
 				t.Fatal(err)
 			}
 			var got []float32
-			do(t, func() error {
+			mlxtest.Do(t, func() error {
 				x := testLogits(tc.Vocab, tc.Dtype, tc.Scale, tc.LogitsSeed)
 				tokens := mlx.FromSlice(tc.Tokens, len(tc.Tokens))
 				for _, p := range ps {

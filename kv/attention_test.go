@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/mlxgo/mlxgo/internal/mlxtest"
 	"github.com/mlxgo/mlxgo/kv"
 	"github.com/mlxgo/mlxgo/mlx"
 )
@@ -41,7 +42,7 @@ func TestCausalMask(t *testing.T) {
 		{1, 0, 0}, {4, 0, 0}, {3, 5, 0}, {6, 0, 3}, {4, 7, 4}, {1, 9, 4},
 	} {
 		t.Run(fmt.Sprintf("n%d-off%d-w%d", tc.n, tc.offset, tc.window), func(t *testing.T) {
-			do(t, func() error {
+			mlxtest.Do(t, func() error {
 				m := kv.CausalMask(tc.n, tc.offset, tc.window)
 				if got := m.Shape(); len(got) != 2 || got[0] != tc.n || got[1] != tc.offset+tc.n {
 					return fmt.Errorf("shape %v", got)
@@ -65,7 +66,7 @@ func TestCausalMask(t *testing.T) {
 // TestMaskForms checks which of mlx-lm's three mask forms each cache asks
 // for: the form decides which SDPA kernel runs, so it matters for L1.
 func TestMaskForms(t *testing.T) {
-	do(t, func() error {
+	mlxtest.Do(t, func() error {
 		kvc := kv.NewKVCache()
 		kvc.Update(positions(0, 5, 4), positions(0, 5, 4))
 		rot := kv.NewRotating(8, 0)
@@ -109,7 +110,7 @@ func TestMaskForms(t *testing.T) {
 // TestRotatingWindowNarrowerThanRing covers make_mask's rolled one-token
 // mask (window < max_size): only the newest window positions are visible.
 func TestRotatingWindowNarrowerThanRing(t *testing.T) {
-	do(t, func() error {
+	mlxtest.Do(t, func() error {
 		c := kv.NewRotating(6, 0)
 		defer c.Free()
 		for i := 0; i < 8; i++ {

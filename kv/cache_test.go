@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mlxgo/mlxgo/internal/mlxtest"
 	"github.com/mlxgo/mlxgo/kv"
 	"github.com/mlxgo/mlxgo/mlx"
 )
@@ -19,7 +20,7 @@ func seq(a, b int) []int {
 }
 
 func TestKVCacheGrowth(t *testing.T) {
-	do(t, func() error {
+	mlxtest.Do(t, func() error {
 		c := kv.NewKVCache()
 		defer c.Free()
 		if !c.Empty() || c.Nbytes() != 0 || c.State() != nil {
@@ -63,7 +64,7 @@ func TestKVCacheGrowth(t *testing.T) {
 // returns after each update, derived by hand from cache.py for keep=2,
 // max=6.
 func TestRotatingDecodeAndPrefill(t *testing.T) {
-	do(t, func() error {
+	mlxtest.Do(t, func() error {
 		c := kv.NewRotating(6, 2)
 		defer c.Free()
 		type upd struct {
@@ -106,7 +107,7 @@ func TestRotatingDecodeAndPrefill(t *testing.T) {
 }
 
 func TestQuantizedCache(t *testing.T) {
-	do(t, func() error {
+	mlxtest.Do(t, func() error {
 		c := kv.NewKVCache()
 		x := mlx.Normal([]int{1, 2, 5, 64}, mlx.Float32, 0, 1, mlx.Key(1))
 		c.Update(x, x)

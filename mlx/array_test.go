@@ -4,11 +4,12 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/mlxgo/mlxgo/internal/mlxtest"
 	"github.com/mlxgo/mlxgo/mlx"
 )
 
 func TestArrayBasics(t *testing.T) {
-	needMLX(t)
+	mlxtest.Need(t)
 	tests := []struct {
 		name  string
 		check func(t *testing.T) error
@@ -86,6 +87,6 @@ func TestArrayBasics(t *testing.T) {
 		}},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) { do(t, func() error { return tc.check(t) }) })
+		t.Run(tc.name, func(t *testing.T) { mlxtest.Do(t, func() error { return tc.check(t) }) })
 	}
 }

@@ -3,6 +3,7 @@ package mlx_test
 import (
 	"testing"
 
+	"github.com/mlxgo/mlxgo/internal/mlxtest"
 	"github.com/mlxgo/mlxgo/mlx"
 )
 
@@ -10,7 +11,7 @@ import (
 // (purego call, thread check, handle wrap, Free): the per-op overhead a
 // model's forward pass pays on top of MLX's own graph building.
 func BenchmarkOpCall(b *testing.B) {
-	needMLX(b)
+	mlxtest.Need(b)
 	err := mlx.Do(func() error {
 		x := arr(sv)
 		defer x.Free()
@@ -28,7 +29,7 @@ func BenchmarkOpCall(b *testing.B) {
 // BenchmarkOpCallFloatArgs is BenchmarkOpCall for an op with float
 // arguments (purego's slower path).
 func BenchmarkOpCallFloatArgs(b *testing.B) {
-	needMLX(b)
+	mlxtest.Need(b)
 	err := mlx.Do(func() error {
 		x := arr(sv, 1, 4)
 		defer x.Free()
@@ -45,7 +46,7 @@ func BenchmarkOpCallFloatArgs(b *testing.B) {
 
 // BenchmarkDo is the round trip of an empty job through the executor.
 func BenchmarkDo(b *testing.B) {
-	needMLX(b)
+	mlxtest.Need(b)
 	for range b.N {
 		if err := mlx.Do(func() error { return nil }); err != nil {
 			b.Fatal(err)
@@ -56,7 +57,7 @@ func BenchmarkDo(b *testing.B) {
 // BenchmarkShimCallFloor is the cheapest shim call (a counter read): the
 // purego floor under every op.
 func BenchmarkShimCallFloor(b *testing.B) {
-	needMLX(b)
+	mlxtest.Need(b)
 	for range b.N {
 		mlx.LiveArrays()
 	}

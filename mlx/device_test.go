@@ -4,11 +4,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mlxgo/mlxgo/internal/mlxtest"
 	"github.com/mlxgo/mlxgo/mlx"
 )
 
 func TestDevicesAndStreams(t *testing.T) {
-	do(t, func() error {
+	mlxtest.Do(t, func() error {
 		d, err := mlx.DefaultDevice()
 		if err != nil {
 			return err
@@ -70,7 +71,7 @@ func TestDevicesAndStreams(t *testing.T) {
 }
 
 func TestMemory(t *testing.T) {
-	do(t, func() error {
+	mlxtest.Do(t, func() error {
 		if err := mlx.ResetPeakMemory(); err != nil {
 			return err
 		}

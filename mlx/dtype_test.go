@@ -5,13 +5,14 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/mlxgo/mlxgo/internal/mlxtest"
 	"github.com/mlxgo/mlxgo/mlx"
 )
 
 // roundTrip copies data into MLX and back out unchanged.
 func roundTrip[T mlx.Element](t *testing.T, data []T, dt mlx.Dtype) {
 	t.Helper()
-	do(t, func() error {
+	mlxtest.Do(t, func() error {
 		a := mlx.FromSliceAs(data, dt, 2, len(data)/2)
 		if a.Dtype() != dt {
 			t.Errorf("dtype %v, want %v", a.Dtype(), dt)
@@ -46,7 +47,7 @@ func roundTrip[T mlx.Element](t *testing.T, data []T, dt mlx.Dtype) {
 }
 
 func TestDtypeRoundTrips(t *testing.T) {
-	needMLX(t)
+	mlxtest.Need(t)
 	t.Run("float32", func(t *testing.T) {
 		roundTrip(t, []float32{0, -0.5, 3.25, float32(math.Inf(1)), math.MaxFloat32, math.SmallestNonzeroFloat32}, mlx.Float32)
 	})
@@ -78,7 +79,7 @@ func TestHalfWidening(t *testing.T) {
 	}{{mlx.Float16, mlx.Float16ToFloat32}, {mlx.BFloat16, mlx.BFloat16ToFloat32}} {
 		t.Run(tc.dt.String(), func(t *testing.T) {
 			bits := allHalfBits()
-			do(t, func() error {
+			mlxtest.Do(t, func() error {
 				got, err := mlx.AsType(mlx.FromSliceAs(bits, tc.dt), mlx.Float32).Float32s()
 				if err != nil {
 					return err
@@ -131,7 +132,7 @@ func TestHalfNarrowing(t *testing.T) {
 		ref func(float32) uint16
 	}{{mlx.Float16, mlx.Float32ToFloat16}, {mlx.BFloat16, mlx.Float32ToBFloat16}} {
 		t.Run(tc.dt.String(), func(t *testing.T) {
-			do(t, func() error {
+			mlxtest.Do(t, func() error {
 				got, err := mlx.ToSlice[uint16](mlx.AsType(mlx.FromSlice(in), tc.dt))
 				if err != nil {
 					return err

@@ -5,11 +5,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mlxgo/mlxgo/internal/mlxtest"
 	"github.com/mlxgo/mlxgo/mlx"
 )
 
 func TestErrors(t *testing.T) {
-	needMLX(t)
+	mlxtest.Need(t)
 	tests := []struct {
 		name    string
 		make    func() *mlx.Array
@@ -30,7 +31,7 @@ func TestErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			do(t, func() error {
+			mlxtest.Do(t, func() error {
 				a := tc.make()
 				err := a.Err()
 				var me *mlx.Error
@@ -65,7 +66,7 @@ func TestErrors(t *testing.T) {
 }
 
 func TestUseAfterFree(t *testing.T) {
-	do(t, func() error {
+	mlxtest.Do(t, func() error {
 		a := arr(sv)
 		a.Free()
 		a.Free() // twice is fine
@@ -80,7 +81,7 @@ func TestUseAfterFree(t *testing.T) {
 }
 
 func TestReadErrors(t *testing.T) {
-	do(t, func() error {
+	mlxtest.Do(t, func() error {
 		if _, err := mlx.ToSlice[int32](arr(sv)); err == nil || !strings.Contains(err.Error(), "cannot read float32") {
 			t.Errorf("ToSlice[int32] of float32: %v", err)
 		}
@@ -97,7 +98,7 @@ func TestReadErrors(t *testing.T) {
 // TestWrongThread calls ops outside Do: the shim refuses them instead of
 // letting MLX create a second set of per-thread state, and nothing leaks.
 func TestWrongThread(t *testing.T) {
-	needMLX(t)
+	mlxtest.Need(t)
 	before := mlx.LiveArrays()
 	a := mlx.FromSlice(sv)
 	if !errors.Is(a.Err(), mlx.ErrWrongThread) {

@@ -6,13 +6,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mlxgo/mlxgo/internal/mlxtest"
 	"github.com/mlxgo/mlxgo/mlx"
 )
 
 // TestManyGoroutines sends 32×50 jobs from 32 goroutines; each computes a
 // sum only it knows the answer to, so crossed results would show.
 func TestManyGoroutines(t *testing.T) {
-	needMLX(t)
+	mlxtest.Need(t)
 	const goroutines, jobs = 32, 50
 	before := mlx.LiveArrays()
 	var wg sync.WaitGroup
@@ -53,7 +54,7 @@ func TestManyGoroutines(t *testing.T) {
 }
 
 func TestNestedDoRunsInline(t *testing.T) {
-	needMLX(t)
+	mlxtest.Need(t)
 	done := make(chan error, 1)
 	go func() {
 		done <- mlx.Do(func() error {
@@ -75,7 +76,7 @@ func TestNestedDoRunsInline(t *testing.T) {
 }
 
 func TestPanicInDoReachesCaller(t *testing.T) {
-	needMLX(t)
+	mlxtest.Need(t)
 	func() {
 		defer func() {
 			if r := recover(); r != "boom" {
@@ -85,5 +86,5 @@ func TestPanicInDoReachesCaller(t *testing.T) {
 		_ = mlx.Do(func() error { panic("boom") })
 	}()
 	// The executor survived the panic.
-	do(t, func() error { return arr(sv).Err() })
+	mlxtest.Do(t, func() error { return arr(sv).Err() })
 }

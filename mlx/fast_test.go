@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/mlxgo/mlxgo/internal/mlxtest"
 	"github.com/mlxgo/mlxgo/mlx"
 )
 
@@ -132,7 +133,7 @@ func refSDPA(q, k, v []float32, ql, kl, d int, scale float64, mask []float32, si
 }
 
 func TestFastOps(t *testing.T) {
-	needMLX(t)
+	mlxtest.Need(t)
 	const d = 8
 	x := lcg(11, 3*d, 2)
 	w, b := lcg(12, d, 1), lcg(13, d, 1)

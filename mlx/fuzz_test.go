@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/mlxgo/mlxgo/internal/mlxtest"
 	"github.com/mlxgo/mlxgo/mlx"
 )
 
@@ -19,7 +20,7 @@ func FuzzFromBytes(f *testing.F) {
 	f.Add([]byte{1, 2}, uint8(mlx.Uint8), int16(-1), int16(-2))
 	f.Fuzz(func(t *testing.T, data []byte, code uint8, d0, d1 int16) {
 		dt := mlx.Dtype(code)
-		do(t, func() error {
+		mlxtest.Do(t, func() error {
 			a := mlx.FromBytes(data, dt, int(d0), int(d1))
 			n := int(d0) * int(d1) * dt.Size()
 			valid := dt.Size() > 0 && d0 >= 0 && d1 >= 0 && n == len(data)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mlxgo/mlxgo/internal/mlxtest"
 	"github.com/mlxgo/mlxgo/mlx"
 )
 
@@ -13,7 +14,7 @@ func itoa(i int) string     { return strconv.Itoa(i) }
 func ftoa(f float32) string { return strconv.FormatFloat(float64(f), 'g', -1, 32) }
 
 func TestLoadIsIdempotent(t *testing.T) {
-	needMLX(t)
+	mlxtest.Need(t)
 	if !mlx.Loaded() {
 		t.Fatal("Loaded() is false after Load")
 	}

@@ -5,11 +5,12 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/mlxgo/mlxgo/internal/mlxtest"
 	"github.com/mlxgo/mlxgo/mlx"
 )
 
 func TestReductions(t *testing.T) {
-	needMLX(t)
+	mlxtest.Need(t)
 	a := func() *mlx.Array { return arr(m23, 2, 3) }
 	lse := func(v ...float64) float32 {
 		var s float64
@@ -83,7 +84,7 @@ func TestPartitionOps(t *testing.T) {
 	sorted := slices.Clone(x)
 	slices.Sort(sorted)
 	const kth = 3
-	do(t, func() error {
+	mlxtest.Do(t, func() error {
 		p, err := f32(mlx.Partition(arr(x), kth, 0))
 		if err != nil {
 			return err

@@ -3,11 +3,12 @@ package mlx_test
 import (
 	"testing"
 
+	"github.com/mlxgo/mlxgo/internal/mlxtest"
 	"github.com/mlxgo/mlxgo/mlx"
 )
 
 func TestShapeOps(t *testing.T) {
-	needMLX(t)
+	mlxtest.Need(t)
 	a := func() *mlx.Array { return arr(m23, 2, 3) }
 	runOpCases(t, []opCase{
 		{"astype f32→i32 truncates", func() *mlx.Array { return mlx.AsType(arr(sv), mlx.Int32) },
@@ -76,7 +77,7 @@ func TestShapeOps(t *testing.T) {
 // TestSplitCount checks that every part of a split comes back, with the
 // right sizes.
 func TestSplitCount(t *testing.T) {
-	do(t, func() error {
+	mlxtest.Do(t, func() error {
 		parts := mlx.SplitAt(mlx.Arange(0, 10, 1, mlx.Int32), []int{2, 5, 9}, 0)
 		want := []int{2, 3, 4, 1}
 		if len(parts) != len(want) {

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/mlxgo/mlxgo/internal/mlxtest"
 	"github.com/mlxgo/mlxgo/mlx"
 )
 
@@ -23,7 +24,7 @@ func runOpCases(t *testing.T, cases []opCase) {
 	t.Helper()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			do(t, func() error {
+			mlxtest.Do(t, func() error {
 				a := tc.got()
 				if err := a.Err(); err != nil {
 					return err
@@ -79,7 +80,7 @@ func b2f(b bool) float64 {
 }
 
 func TestUnaryOps(t *testing.T) {
-	needMLX(t)
+	mlxtest.Need(t)
 	// fp32 transcendental kernels: a few ulp, so 1e-6 relative.
 	const tol = 1e-6
 	u := func(name string, op func(*mlx.Array) *mlx.Array, in []float32, ref func(float64) float64) opCase {
@@ -109,7 +110,7 @@ func TestUnaryOps(t *testing.T) {
 }
 
 func TestBinaryOps(t *testing.T) {
-	needMLX(t)
+	mlxtest.Need(t)
 	const tol = 1e-6
 	b := func(name string, op func(a, b *mlx.Array) *mlx.Array, x, y []float32, ref func(x, y float64) float64) opCase {
 		return opCase{name, func() *mlx.Array { return op(arr(x), arr(y)) }, []int{len(x)}, zipf(x, y, ref), tol}
@@ -156,7 +157,7 @@ func TestBinaryOps(t *testing.T) {
 }
 
 func TestComplexOps(t *testing.T) {
-	needMLX(t)
+	mlxtest.Need(t)
 	z := []complex64{complex(3, 4), complex(-1, 2)}
 	runOpCases(t, []opCase{
 		{"real", func() *mlx.Array { return mlx.Real(mlx.FromSlice(z)) }, []int{2}, []float32{3, -1}, 0},

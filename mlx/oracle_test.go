@@ -9,6 +9,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/mlxgo/mlxgo/internal/mlxtest"
 	"github.com/mlxgo/mlxgo/internal/testenv"
 	"github.com/mlxgo/mlxgo/mlx"
 )
@@ -26,7 +27,7 @@ type oracleArray struct {
 // op-level half of the fidelity contract (DESIGN.md §6, L1), including the
 // dtype rules of weak Python scalars.
 func TestOracleBitExact(t *testing.T) {
-	needMLX(t)
+	mlxtest.Need(t)
 	py := testenv.Python(t)
 	cmd := exec.Command(py, filepath.Join("testdata", "oracle_ops.py"))
 	raw, err := cmd.Output()
@@ -102,7 +103,7 @@ func TestOracleBitExact(t *testing.T) {
 			if !ok {
 				t.Fatalf("the oracle computes %s, which this test does not build", name)
 			}
-			do(t, func() error {
+			mlxtest.Do(t, func() error {
 				in := map[string]*mlx.Array{}
 				for k, a := range oracle.Inputs {
 					f := make([]float32, len(a.Bits))

@@ -3,11 +3,12 @@ package mlx_test
 import (
 	"testing"
 
+	"github.com/mlxgo/mlxgo/internal/mlxtest"
 	"github.com/mlxgo/mlxgo/mlx"
 )
 
 func TestQuantOps(t *testing.T) {
-	needMLX(t)
+	mlxtest.Need(t)
 	const n, k = 4, 64
 	w := lcg(21, n*k, 1)
 	x := lcg(22, 2*k, 1)
@@ -17,7 +18,7 @@ func TestQuantOps(t *testing.T) {
 		{GroupSize: 32, Bits: 4, Mode: "mxfp4"},
 	} {
 		t.Run(q.Mode+"/"+itoa(q.Bits)+"bit", func(t *testing.T) {
-			do(t, func() error {
+			mlxtest.Do(t, func() error {
 				wq, scales, biases := mlx.Quantize(arr(w, n, k), q)
 				if err := wq.Err(); err != nil {
 					return err
@@ -73,7 +74,7 @@ func TestQuantOps(t *testing.T) {
 }
 
 func TestGatherMM(t *testing.T) {
-	do(t, func() error {
+	mlxtest.Do(t, func() error {
 		// Two "experts" [2, 3, 2]; rows pick expert 1 then 0.
 		b := arr([]float32{1, 0, 0, 1, 1, 1, 2, 0, 0, 2, 2, 2}, 2, 3, 2)
 		a := arr(m23, 2, 1, 3)

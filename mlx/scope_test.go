@@ -5,13 +5,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mlxgo/mlxgo/internal/mlxtest"
 	"github.com/mlxgo/mlxgo/mlx"
 )
 
 // TestScopes counts the shim's live handles around scopes: whatever a
 // scope does not keep is gone when it closes.
 func TestScopes(t *testing.T) {
-	needMLX(t)
+	mlxtest.Need(t)
 	tests := []struct {
 		name string
 		run  func(t *testing.T) (kept []*mlx.Array)
@@ -104,7 +105,7 @@ func TestScopes(t *testing.T) {
 // TestDetach: a detached array survives its scope and every enclosing one,
 // and Free releases it.
 func TestDetach(t *testing.T) {
-	needMLX(t)
+	mlxtest.Need(t)
 	err := mlx.Do(func() error {
 		before := mlx.LiveArrays()
 		var kept, dropped *mlx.Array
@@ -140,7 +141,7 @@ func TestDetach(t *testing.T) {
 
 // TestErrorArray: an error made outside MLX travels through ops.
 func TestErrorArray(t *testing.T) {
-	needMLX(t)
+	mlxtest.Need(t)
 	err := mlx.Do(func() error {
 		bad := mlx.ErrorArray(errors.New("wrong cache count"))
 		y := mlx.Add(bad, arr(sv))

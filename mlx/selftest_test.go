@@ -3,11 +3,12 @@ package mlx_test
 import (
 	"testing"
 
+	"github.com/mlxgo/mlxgo/internal/mlxtest"
 	"github.com/mlxgo/mlxgo/mlx"
 )
 
 func TestSelfTest(t *testing.T) {
-	needMLX(t)
+	mlxtest.Need(t)
 	checks := mlx.SelfTest()
 	want := []string{"matmul", "softmax", "rms_norm", "rope", "scaled_dot_product_attention",
 		"quantize+quantized_matmul", "argmax"}
@@ -26,7 +27,7 @@ func TestSelfTest(t *testing.T) {
 }
 
 func TestInfo(t *testing.T) {
-	needMLX(t)
+	mlxtest.Need(t)
 	ri, err := mlx.Info()
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/mlxgo/mlxgo/internal/mlxtest"
 	"github.com/mlxgo/mlxgo/mlx"
 )
 
@@ -30,7 +31,7 @@ func refConv1d(x []float32, l, cin int, w []float32, cout, k, stride, pad, dil i
 }
 
 func TestConv1d(t *testing.T) {
-	needMLX(t)
+	mlxtest.Need(t)
 	const l, cin, cout, k = 10, 3, 2, 3
 	x, w := lcg(31, l*cin, 1), lcg(32, cout*k*cin, 1)
 	cases := []struct{ stride, pad, dil int }{{1, 0, 1}, {2, 1, 1}, {1, 2, 2}}
@@ -50,7 +51,7 @@ func TestConv1d(t *testing.T) {
 }
 
 func TestFFT(t *testing.T) {
-	needMLX(t)
+	mlxtest.Need(t)
 	// A cosine at bin 2 of 8 samples: rfft has 4 at bin 2 and 0 elsewhere.
 	const n = 8
 	cosine := make([]float32, n)
@@ -71,7 +72,7 @@ func TestFFT(t *testing.T) {
 			return mlx.Real(mlx.FFT(arr([]float32{1, 0, 0, 0}), 0, -1))
 		}, []int{4}, []float32{1, 1, 1, 1}, 0},
 	})
-	do(t, func() error {
+	mlxtest.Do(t, func() error {
 		// n longer than the input zero-pads: 16 samples give 9 bins.
 		a := mlx.RFFT(arr(cosine), 16, -1)
 		if got := a.Shape(); len(got) != 1 || got[0] != 9 || a.Dtype() != mlx.Complex64 {

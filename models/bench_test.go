@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mlxgo/mlxgo/internal/mlxtest"
 	"github.com/mlxgo/mlxgo/internal/testenv"
 	"github.com/mlxgo/mlxgo/kv"
 	"github.com/mlxgo/mlxgo/mlx"
@@ -25,7 +26,7 @@ func BenchmarkSmolLM2Decode(b *testing.B) {
 // n+1 from the lazy token of step n, then read token n).
 func benchDecode(b *testing.B, pipelined bool) {
 	path := testenv.DataFile(b, "smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")
-	needMLX(b)
+	mlxtest.Need(b)
 	err := mlx.Do(func() error {
 		m, err := models.Load(path, models.LoadOptions{})
 		if err != nil {

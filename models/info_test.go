@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mlxgo/mlxgo/internal/mlxtest"
 	"github.com/mlxgo/mlxgo/internal/testenv"
 	"github.com/mlxgo/mlxgo/kv"
 	"github.com/mlxgo/mlxgo/mlx"
@@ -51,7 +52,7 @@ func TestInfoAndCaches(t *testing.T) {
 			if path == "gguf" {
 				path = testenv.DataFile(t, "smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")
 			}
-			do(t, func() error {
+			mlxtest.Do(t, func() error {
 				m, err := models.Load(path, models.LoadOptions{})
 				if err != nil {
 					return err
@@ -124,7 +125,7 @@ func TestStrictWeights(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := copyModel(t, filepath.Join(models_, tc.src), tc.edit, tc.extra)
-			do(t, func() error {
+			mlxtest.Do(t, func() error {
 				m, err := models.Load(dir, models.LoadOptions{})
 				if tc.want == "" {
 					if err != nil {
@@ -189,7 +190,7 @@ func TestForwardWithoutCache(t *testing.T) {
 	oracleCases(t)
 	for _, name := range []string{"llama-bf16", "llama_rope3-f32", "qwen2-q4g32", "qwen3-bf16", "gemma3_text-f32"} {
 		t.Run(name, func(t *testing.T) {
-			do(t, func() error {
+			mlxtest.Do(t, func() error {
 				m, err := models.Load(filepath.Join(oracleDir(), "models", name), models.LoadOptions{})
 				if err != nil {
 					return err

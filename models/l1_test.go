@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/mlxgo/mlxgo/internal/mlxtest"
 	"github.com/mlxgo/mlxgo/internal/testenv"
 	"github.com/mlxgo/mlxgo/kv"
 	"github.com/mlxgo/mlxgo/mlx"
@@ -169,7 +170,7 @@ func compareRow(got, want []float32) (first int, maxDiff float64) {
 // the last prompt token, then greedy decode fed with the oracle's tokens,
 // and requires logits bit-identical to mlx-lm's at every recorded row.
 func TestL1(t *testing.T) {
-	needMLX(t)
+	mlxtest.Need(t)
 	cases := oracleCases(t)
 	names := make([]string, 0, len(cases))
 	for n := range cases {
@@ -204,7 +205,7 @@ func runCase(t *testing.T, c oracleCase, modelPath string, checkFiles bool) {
 	if c.KVBits != nil {
 		opts.KVBits = *c.KVBits
 	}
-	do(t, func() error {
+	mlxtest.Do(t, func() error {
 		m, err := models.Load(modelPath, models.LoadOptions{})
 		if err != nil {
 			return err

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -9,10 +8,10 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/mlxgo/mlxgo/internal/mlxtest"
 	"github.com/mlxgo/mlxgo/internal/testenv"
 	"github.com/mlxgo/mlxgo/mlx"
 	"github.com/mlxgo/mlxgo/models"
-	"github.com/mlxgo/mlxgo/native"
 	"github.com/mlxgo/mlxgo/tok"
 )
 
@@ -21,7 +20,6 @@ var (
 	smolModel models.Model
 	smolTok   *tok.Tokenizer
 	smolErr   error
-	noPack    error
 )
 
 // smollm2 loads the default model once for every real-model test (the CPU
@@ -29,24 +27,14 @@ var (
 func smollm2(t *testing.T) (models.Model, *tok.Tokenizer) {
 	t.Helper()
 	path := testenv.DataFile(t, "smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")
+	mlxtest.Need(t)
 	smolOnce.Do(func() {
-		p, err := native.Resolve(context.Background(), native.Options{NoDownload: true})
-		if err != nil {
-			noPack = err
-			return
-		}
-		if smolErr = mlx.Load(p.ShimPath()); smolErr != nil {
-			return
-		}
 		if smolTok, smolErr = tok.Load(path); smolErr != nil {
 			return
 		}
 		smolTok.Truncation, smolTok.Padding = nil, nil
 		smolErr = mlx.Do(func() (err error) { smolModel, err = models.Load(path, models.LoadOptions{}); return err })
 	})
-	if noPack != nil {
-		testenv.Missing(t, "native pack ("+noPack.Error()+")", "make native-install (or set MLXGO_NATIVE_DIR)")
-	}
 	if smolErr != nil {
 		t.Fatalf("cannot load SmolLM2: %v", smolErr)
 	}

@@ -16,36 +16,11 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/mlxgo/mlxgo/internal/mlxtest"
+
 	"github.com/mlxgo/mlxgo/internal/testenv"
-	"github.com/mlxgo/mlxgo/mlx"
 	"github.com/mlxgo/mlxgo/models/embed"
-	"github.com/mlxgo/mlxgo/native"
 )
-
-var (
-	loadOnce sync.Once
-	noPack   error
-	loadErr  error
-)
-
-// needMLX loads the installed pack; missing, it skips here and fails in CI.
-func needMLX(t testing.TB) {
-	t.Helper()
-	loadOnce.Do(func() {
-		p, err := native.Resolve(context.Background(), native.Options{NoDownload: true})
-		if err != nil {
-			noPack = err
-			return
-		}
-		loadErr = mlx.Load(p.ShimPath())
-	})
-	if noPack != nil {
-		testenv.Missing(t, "native pack ("+noPack.Error()+")", "make native-install (or set MLXGO_NATIVE_DIR)")
-	}
-	if loadErr != nil {
-		t.Fatalf("cannot load the shim: %v", loadErr)
-	}
-}
 
 // refDir is where reference.py's outputs live, keyed by the script's hash so
 // that a changed script regenerates them (they are never committed).
@@ -148,7 +123,7 @@ func within(t *testing.T, what string, got, want [][]float32) (worstCos, worstAb
 
 func TestBERTParity(t *testing.T) {
 	dir := testenv.DataFile(t, "all-minilm-l6-v2")
-	needMLX(t)
+	mlxtest.Need(t)
 	cpath, lines := corpus(t)
 	ref := readRef(t, reference(t, "bert.json", "bert", dir, cpath))
 	if len(lines) < 500 || len(ref.Embeddings) != len(lines) {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mlxgo/mlxgo/internal/mlxtest"
 	"github.com/mlxgo/mlxgo/internal/testenv"
 	"github.com/mlxgo/mlxgo/models/embed"
 )
@@ -18,7 +19,7 @@ import (
 // batches, within the bound.
 func TestQwen3Parity(t *testing.T) {
 	testenv.DataFile(t, "tokenizers/qwen3/tokenizer.json")
-	needMLX(t)
+	mlxtest.Need(t)
 	model := reference(t, "qwen3-tiny", "qwen3-model")
 	cpath, lines := corpus(t)
 	// 64 lines: the tiny model is fast, but the reference runs one at a time.
