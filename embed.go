@@ -10,9 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/mlxgo/mlxgo/mlx"
 	"github.com/mlxgo/mlxgo/models/embed"
-	"github.com/mlxgo/mlxgo/native"
 )
 
 const embedUsage = `Usage: mlxgo embed -m PATH [flags] < texts.txt
@@ -102,12 +100,8 @@ func (c *embedCommand) Run(ctx context.Context, args []string) error {
 	if len(texts) == 0 {
 		return usagef("no input: pipe one text per line into stdin, or use -p TEXT")
 	}
-	p, err := native.Resolve(ctx, native.Options{})
-	if err != nil {
-		return fmt.Errorf("cannot find the native pack: %w", err)
-	}
-	if err := mlx.Load(p.ShimPath()); err != nil {
-		return fmt.Errorf("cannot load the native pack %s: %w", p.Dir, err)
+	if err := loadMLX(ctx); err != nil {
+		return err
 	}
 	model, err := embed.Load(f.model)
 	if err != nil {

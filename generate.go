@@ -15,7 +15,6 @@ import (
 	"github.com/mlxgo/mlxgo/kv"
 	"github.com/mlxgo/mlxgo/mlx"
 	"github.com/mlxgo/mlxgo/models"
-	"github.com/mlxgo/mlxgo/native"
 	"github.com/mlxgo/mlxgo/tok"
 	"github.com/mlxgo/mlxgo/tok/chat"
 )
@@ -182,12 +181,8 @@ func (c *generateCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	p, err := native.Resolve(ctx, native.Options{})
-	if err != nil {
-		return fmt.Errorf("cannot find the native pack: %w", err)
-	}
-	if err := mlx.Load(p.ShimPath()); err != nil {
-		return fmt.Errorf("cannot load the native pack %s: %w", p.Dir, err)
+	if err := loadMLX(ctx); err != nil {
+		return err
 	}
 
 	// The tokenizer loads on this goroutine while the executor loads weights.

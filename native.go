@@ -1,0 +1,23 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/mlxgo/mlxgo/mlx"
+	"github.com/mlxgo/mlxgo/native"
+)
+
+// loadMLX finds the native pack the one way DESIGN.md §2 defines (downloading
+// and verifying it if needed) and loads MLX from it, for every command that
+// runs a model. verify-native does the same steps itself, reporting each.
+func loadMLX(ctx context.Context) error {
+	p, err := native.Resolve(ctx, native.Options{})
+	if err != nil {
+		return fmt.Errorf("cannot find the native pack: %w", err)
+	}
+	if err := mlx.Load(p.ShimPath()); err != nil {
+		return fmt.Errorf("cannot load the native pack %s: %w", p.Dir, err)
+	}
+	return nil
+}
