@@ -96,7 +96,7 @@ native-install: native
 
 # ---- The mlx-lm oracle (models/testdata/oracle/README.md): fixtures, never committed ----
 ORACLE := $(CACHE)/oracle
-.PHONY: oracle oracle-big
+.PHONY: oracle oracle-big bench-1b
 oracle: $(ORACLE)/cases/index.json
 $(ORACLE)/cases/index.json: $(VENV)/.stamp $(DATA)/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf $(wildcard models/testdata/oracle/*.py)
 	$(PY) models/testdata/oracle/make_tiny.py
@@ -106,6 +106,11 @@ $(ORACLE)/cases/index.json: $(VENV)/.stamp $(DATA)/smollm2/SmolLM2-135M-Instruct
 oracle-big: $(ORACLE)/models/llama1b-q4g64/config.json
 $(ORACLE)/models/llama1b-q4g64/config.json: $(VENV)/.stamp $(DATA)/tokenizers/llama3_1/tokenizer.json
 	$(PY) models/testdata/oracle/make_tiny.py --big-only
+
+# The Llama-3.2-1B-shaped bf16 model: a 512-token bf16 prefill takes minutes per run
+# on the CPU pack, so a 64-token prompt.
+bench-1b: oracle-big
+	$(MAKE) bench BENCH_MODEL=$(ORACLE)/models/llama1b-bf16 BENCH_PROMPT=64 BENCH_TOKENS=16 BENCH_ROUNDS=2
 
 # ---- Tests ----
 vet:
@@ -132,10 +137,11 @@ demo: build native-install $(DEFAULT_MODEL)
 BENCH_MODEL  ?= $(ORACLE)/models/smollm2-q4_1
 BENCH_ROUNDS ?= 3
 BENCH_TOKENS ?= 128
+BENCH_PROMPT ?= 512
 bench: venv build native-install
 	test -f $(BENCH_MODEL)/config.json || $(MAKE) oracle
 	$(PY) models/testdata/oracle/bench.py --model $(BENCH_MODEL) --rounds $(BENCH_ROUNDS) \
-	  --max-tokens $(BENCH_TOKENS) --bandwidth --json $(CACHE)/bench/$(notdir $(BENCH_MODEL)).json \
+	  --prompt-tokens $(BENCH_PROMPT) --max-tokens $(BENCH_TOKENS) --bandwidth --json $(CACHE)/bench/$(notdir $(BENCH_MODEL)).json \
 	  --b-cmd './mlxgo generate -m {model} --raw --temp 0 --ignore-eos --max-tokens {max_tokens} --json-stats < {prompt_file}'
 
 # Every fuzz target in the tree, FUZZTIME each; new crashers land in the package's
