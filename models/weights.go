@@ -2,7 +2,7 @@ package models
 
 import (
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/mlxgo/mlxgo/mlx"
@@ -129,14 +129,21 @@ func (ws *weightSet) finish() error {
 			extra = append(extra, name)
 		}
 	}
-	if len(extra) > 0 {
-		sort.Strings(extra)
-		if len(extra) > 5 {
-			extra = append(extra[:5], fmt.Sprintf("and %d more", len(extra)-5))
-		}
-		return fmt.Errorf("checkpoint has weights the model does not use: %s", strings.Join(extra, ", "))
+	return UnusedWeightsError(extra)
+}
+
+// UnusedWeightsError is nil for no names, else an error naming (up to five
+// of) the checkpoint's weights no layer took, like mlx-lm's strict
+// load_weights: a checkpoint of another variant must not load silently.
+func UnusedWeightsError(names []string) error {
+	if len(names) == 0 {
+		return nil
 	}
-	return nil
+	names = slices.Sorted(slices.Values(names))
+	if len(names) > 5 {
+		names = append(names[:5], fmt.Sprintf("and %d more", len(names)-5))
+	}
+	return fmt.Errorf("checkpoint has weights the model does not use: %s", strings.Join(names, ", "))
 }
 
 // free releases every array the set made.

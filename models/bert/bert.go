@@ -15,8 +15,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
+
+	"github.com/mlxgo/mlxgo/models"
 
 	"github.com/mlxgo/mlxgo/mlx"
 	"github.com/mlxgo/mlxgo/models/safetensors"
@@ -232,14 +233,7 @@ func (m *Model) build(set *safetensors.Set) error {
 		}
 		extra = append(extra, name)
 	}
-	if len(extra) > 0 {
-		sort.Strings(extra)
-		if len(extra) > 5 {
-			extra = append(extra[:5], fmt.Sprintf("and %d more", len(extra)-5))
-		}
-		return fmt.Errorf("checkpoint has weights the model does not use: %s", strings.Join(extra, ", "))
-	}
-	return nil
+	return models.UnusedWeightsError(extra)
 }
 
 // Close frees the weights (call inside mlx.Do).
