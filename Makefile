@@ -12,7 +12,7 @@ CACHE   := .cache
 DATA    := $(CACHE)/data
 REG     := $(CACHE)/registry
 
-.PHONY: all build venv data data-tok data-smollm2 data-minilm test vet demo fuzz clean bench-tok bench-embed
+.PHONY: all build venv data data-tok data-smollm2 data-minilm test vet demo fuzz clean bench-tok bench-embed bench-serve
 
 all: build native-install
 
@@ -143,6 +143,17 @@ bench: venv build native-install
 	$(PY) models/testdata/oracle/bench.py --model $(BENCH_MODEL) --rounds $(BENCH_ROUNDS) \
 	  --prompt-tokens $(BENCH_PROMPT) --max-tokens $(BENCH_TOKENS) --bandwidth --json $(CACHE)/bench/$(notdir $(BENCH_MODEL)).json \
 	  --b-cmd './mlxgo generate -m {model} --raw --temp 0 --ignore-eos --max-tokens {max_tokens} --json-stats < {prompt_file}'
+
+# mlxgo serve against mlx_lm.server on the same model directory, each alone on the CPU in turn:
+# server start to ready, TTFT and decode tok/s at concurrency 1, aggregate tok/s at 4 and 16,
+# and mlxgo serve's single-stream overhead against mlxgo generate (server/testdata/bench_serve.py).
+SERVE_ROUNDS ?= 2
+SERVE_TOKENS ?= 32
+SERVE_BATCH  ?= 16
+bench-serve: venv build native-install
+	test -f $(BENCH_MODEL)/config.json || $(MAKE) oracle
+	$(PY) server/testdata/bench_serve.py --model $(BENCH_MODEL) --rounds $(SERVE_ROUNDS) \
+	  --max-tokens $(SERVE_TOKENS) --batch $(SERVE_BATCH) --json $(CACHE)/bench/serve-$(notdir $(BENCH_MODEL)).json
 
 # Every fuzz target in the tree, FUZZTIME each; new crashers land in the package's
 # testdata/fuzz/ and become regression tests in `make test`.
