@@ -8,8 +8,8 @@ import (
 	"github.com/mlxgo/mlxgo/mlx"
 )
 
-// DefaultPenaltyContext is mlx-lm's default repetition/presence context: the
-// last 20 tokens.
+// DefaultPenaltyContext is mlx-lm's default repetition, presence and
+// frequency context: the last 20 tokens.
 const DefaultPenaltyContext = 20
 
 // LogitsProcessor rewrites a step's logits [B, V] before the log-softmax,
@@ -30,12 +30,12 @@ type ProcessorOptions struct {
 	RepetitionContextSize int // 0: DefaultPenaltyContext
 	PresencePenalty       float64
 	PresenceContextSize   int // 0: DefaultPenaltyContext
-	// A frequency penalty needs MLX's scatter_add (duplicates accumulate,
-	// rounding after each add); it comes with the server, with that op.
+	FrequencyPenalty      float64
+	FrequencyContextSize  int // 0: DefaultPenaltyContext
 }
 
 // NewProcessors builds the processors in mlx-lm's order: logit bias, then
-// the repetition penalty, then the presence penalty. vocab bounds the bias
+// the repetition, presence and frequency penalties. vocab bounds the bias
 // token ids (0: unchecked).
 func NewProcessors(o ProcessorOptions, vocab int) ([]LogitsProcessor, error) {
 	var out []LogitsProcessor
@@ -64,6 +64,12 @@ func NewProcessors(o ProcessorOptions, vocab int) ([]LogitsProcessor, error) {
 			return nil, fmt.Errorf("invalid presence penalty %v", p)
 		}
 		out = append(out, &presencePenalty{penalty: p, context: contextSize(o.PresenceContextSize)})
+	}
+	if p := o.FrequencyPenalty; p != 0 {
+		if math.IsNaN(p) || math.IsInf(p, 0) {
+			return nil, fmt.Errorf("invalid frequency penalty %v", p)
+		}
+		out = append(out, &frequencyPenalty{penalty: p, context: contextSize(o.FrequencyContextSize)})
 	}
 	return out, nil
 }
@@ -114,6 +120,43 @@ func (r *presencePenalty) Process(tokens, logits *mlx.Array) *mlx.Array {
 	recent := lastTokens(tokens, r.context)
 	sel := mlx.Take(logits, recent, 1)
 	sel = mlx.Subtract(sel, mlx.ScalarLike(float32(r.penalty), sel))
+	return putColumns(logits, recent, sel)
+}
+
+// frequencyPenalty is make_frequency_penalty:
+// logits.at[:, recent].subtract(penalty), a scatter_add in which a token seen
+// k times has the penalty added k times, rounding to the logits' dtype after
+// each add. Without scatter_add in the shim, the same arithmetic is k rounds
+// of presence-style updates on the gathered columns: round k subtracts once
+// more from every column whose token occurs at least k times. Every copy of
+// a token's column goes through the same rounds, so the final put writes
+// equal values for duplicates. The count of rounds is the window length (the
+// largest possible count), since reading the counts back would stall the
+// one-step-ahead pipeline; at the default window of 20 that is 20 small ops.
+type frequencyPenalty struct {
+	penalty float64
+	context int
+}
+
+func (r *frequencyPenalty) Context() int { return r.context }
+
+func (r *frequencyPenalty) Process(tokens, logits *mlx.Array) *mlx.Array {
+	recent := lastTokens(tokens, r.context)
+	n := recent.Dim(0)
+	// counts[i] is how often recent[i] occurs in the window.
+	same := mlx.Equal(mlx.ExpandDims(recent, 1), mlx.ExpandDims(recent, 0))
+	counts := mlx.Sum(mlx.AsType(same, mlx.Int32), []int{1}, false)
+	sel := mlx.Take(logits, recent, 1)
+	p := mlx.ScalarLike(float32(r.penalty), sel)
+	for k := 1; k <= n; k++ {
+		// Round 1 touches every column: Where would only copy it.
+		if k == 1 {
+			sel = mlx.Subtract(sel, p)
+			continue
+		}
+		again := mlx.GreaterEqual(counts, mlx.ScalarInt(int64(k), mlx.Int32))
+		sel = mlx.Where(again, mlx.Subtract(sel, p), sel)
+	}
 	return putColumns(logits, recent, sel)
 }
 

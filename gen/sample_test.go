@@ -41,6 +41,8 @@ type processorCase struct {
 	RepetitionContextSize int                `json:"repetition_context_size,omitempty"`
 	PresencePenalty       *float64           `json:"presence_penalty,omitempty"`
 	PresenceContextSize   int                `json:"presence_context_size,omitempty"`
+	FrequencyPenalty      *float64           `json:"frequency_penalty,omitempty"`
+	FrequencyContextSize  int                `json:"frequency_context_size,omitempty"`
 }
 
 type oracleOut struct {
@@ -71,6 +73,26 @@ func samplerCases() []samplerCase {
 	}
 }
 
+// dupTokens repeats a few ids many times among singletons (over all 60: 5
+// twenty times, 17 eight, 3 five; in the last 20: six, three, two), so that
+// frequency penalties accumulate.
+var dupTokens = func() []int32 {
+	var out []int32
+	for i := 0; i < 60; i++ {
+		switch {
+		case i%3 == 0:
+			out = append(out, 5)
+		case i%5 == 1:
+			out = append(out, 17)
+		case i%8 == 2:
+			out = append(out, 3)
+		default:
+			out = append(out, int32(100+i))
+		}
+	}
+	return out
+}()
+
 func processorCases() []processorCase {
 	f := func(v float64) *float64 { return &v }
 	return []processorCase{
@@ -80,6 +102,14 @@ func processorCases() []processorCase {
 		{Name: "bias", LogitBias: map[string]float32{"3": 2.5, "900": -100, "17": 0.125}},
 		{Name: "all-bf16", Dtype: "bfloat16", LogitBias: map[string]float32{"1": 1.5}, RepetitionPenalty: f(1.2), PresencePenalty: f(0.3)},
 		{Name: "repetition-f16", Dtype: "float16", RepetitionPenalty: f(1.5), Tokens: []int32{1}},
+		// Frequency: many duplicates, so scatter_add's repeated rounding shows.
+		{Name: "frequency", FrequencyPenalty: f(0.3), Tokens: dupTokens},
+		{Name: "frequency-bf16", Dtype: "bfloat16", FrequencyPenalty: f(0.3), Tokens: dupTokens},
+		{Name: "frequency-bf16-ctx64-negative", Dtype: "bfloat16", FrequencyPenalty: f(-0.7), FrequencyContextSize: 64, Tokens: dupTokens},
+		{Name: "frequency-f16-ctx7", Dtype: "float16", FrequencyPenalty: f(1.1), FrequencyContextSize: 7, Tokens: dupTokens},
+		{Name: "frequency-one-token", Dtype: "bfloat16", FrequencyPenalty: f(2), Tokens: []int32{999}},
+		{Name: "all-four-bf16", Dtype: "bfloat16", LogitBias: map[string]float32{"5": 3.25}, RepetitionPenalty: f(1.2),
+			PresencePenalty: f(0.4), FrequencyPenalty: f(0.55), FrequencyContextSize: 30, Tokens: dupTokens},
 	}
 }
 
@@ -148,6 +178,9 @@ func TestSamplerMatchesMLXLM(t *testing.T) {
 			}
 			if tc.PresencePenalty != nil {
 				o.PresencePenalty = *tc.PresencePenalty
+			}
+			if tc.FrequencyPenalty != nil {
+				o.FrequencyPenalty, o.FrequencyContextSize = *tc.FrequencyPenalty, tc.FrequencyContextSize
 			}
 			if len(tc.LogitBias) > 0 {
 				o.LogitBias = map[int32]float32{}
@@ -275,6 +308,10 @@ func TestNewProcessorsValidate(t *testing.T) {
 		{"negative repetition", ProcessorOptions{RepetitionPenalty: -1}, 0, false},
 		{"bias out of vocab", ProcessorOptions{LogitBias: map[int32]float32{1000: 1}}, 0, false},
 		{"all three", ProcessorOptions{LogitBias: map[int32]float32{1: 1}, RepetitionPenalty: 1.1, PresencePenalty: 0.5}, 3, true},
+		{"all four", ProcessorOptions{LogitBias: map[int32]float32{1: 1}, RepetitionPenalty: 1.1, PresencePenalty: 0.5, FrequencyPenalty: 0.5}, 4, true},
+		{"negative frequency", ProcessorOptions{FrequencyPenalty: -0.5}, 1, true},
+		{"nan frequency", ProcessorOptions{FrequencyPenalty: math.NaN()}, 0, false},
+		{"infinite frequency", ProcessorOptions{FrequencyPenalty: math.Inf(1)}, 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ps, err := NewProcessors(tc.o, 1000)

@@ -14,7 +14,7 @@ sampler case: {name, seed, vocab, steps, dtype, scale, logits_seed, temp, top_p,
   exactly as generate_step computes it. -> {"tokens": [...]}
 processor case: {name, vocab, dtype, scale, logits_seed, tokens, logit_bias,
   repetition_penalty, repetition_context_size, presence_penalty,
-  presence_context_size}
+  presence_context_size, frequency_penalty, frequency_context_size}
   the logits after make_logits_processors(...), upcast to float32, as the
   uint32 bit patterns. -> {"bits": [...]}
 
@@ -50,7 +50,8 @@ def run_sampler(case):
 def run_processors(case):
     bias = {int(k): v for k, v in (case.get("logit_bias") or {}).items()} or None
     procs = make_logits_processors(bias, case.get("repetition_penalty"), case.get("repetition_context_size", 20),
-                                   case.get("presence_penalty"), case.get("presence_context_size", 20))
+                                   case.get("presence_penalty"), case.get("presence_context_size", 20),
+                                   case.get("frequency_penalty"), case.get("frequency_context_size", 20))
     x = logits(case, 0)
     tokens = mx.array(case["tokens"], dtype=mx.int32)
     for p in procs:
