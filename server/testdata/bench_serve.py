@@ -55,10 +55,15 @@ def wait_ready(proc, url: str, timeout: float) -> float:
     raise RuntimeError(f"server not ready after {timeout} s")
 
 
+_serial = iter(range(1 << 30))
+
+
 def stream_completion(base: str, model: str, prompt: str, max_tokens: int) -> dict:
-    """One streamed /v1/completions request: TTFT, last-token time, usage."""
+    """One streamed /v1/completions request: TTFT, last-token time, usage.
+    Each request's prompt starts with its own number, so no server can serve
+    it from its prompt cache: TTFT includes the whole prefill."""
     body = json.dumps({
-        "model": model, "prompt": prompt, "max_tokens": max_tokens, "temperature": 0,
+        "model": model, "prompt": f"Note {next(_serial)}. {prompt}", "max_tokens": max_tokens, "temperature": 0,
         "stream": True, "stream_options": {"include_usage": True},
     }).encode()
     req = urllib.request.Request(base + "/v1/completions", data=body, headers={"Content-Type": "application/json"})
