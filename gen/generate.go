@@ -49,6 +49,14 @@ type Options struct {
 	ContextLength int
 	// VocabSize > 0 bounds top-k and logit-bias ids.
 	VocabSize int
+	// Logprobs, when set, is called on the executor just before emit with
+	// the emitted token's log-probability (generate_step's logprobs: after
+	// the processors, before the sampler's filters and temperature). Nil
+	// costs nothing: no op and no host read is added.
+	Logprobs func(Logprob)
+	// TopLogprobs (0 to MaxTopLogprobs) is how many of the most likely
+	// tokens each Logprob lists; it needs Logprobs.
+	TopLogprobs int
 }
 
 // ErrStop is what an emit function returns to end generation early (a stop
@@ -108,6 +116,9 @@ func Generate(ctx context.Context, m Model, prompt []int32, o Options, emit func
 		return st, errors.New("cannot generate from an empty prompt")
 	case o.ContextLength > 0 && len(prompt) > o.ContextLength:
 		return st, fmt.Errorf("%w: %d prompt tokens, context length %d", ErrContext, len(prompt), o.ContextLength)
+	}
+	if o.TopLogprobs < 0 || o.TopLogprobs > MaxTopLogprobs {
+		return st, fmt.Errorf("invalid top logprobs %d: want 0 to %d", o.TopLogprobs, MaxTopLogprobs)
 	}
 	sampler, err := NewSampler(o.Sampler, o.VocabSize)
 	if err != nil {
@@ -174,16 +185,26 @@ func Generate(ctx context.Context, m Model, prompt []int32, o Options, emit func
 			st.FirstToken = time.Now()
 			st.PrefillDuration = st.FirstToken.Sub(start)
 		}
+		tok := int32(v)
+		var info Logprob
+		if o.Logprobs != nil && !eos[tok] {
+			// lp is evaluated with y; it is read before it is freed.
+			if info, err = readLogprobs(lp, tok, o.TopLogprobs); err != nil {
+				return l.finish(st), err
+			}
+		}
 		y.Free()
 		lp.Free()
 		y, lp = nextY, nextLP
-		tok := int32(v)
 		if eos[tok] {
 			st.FinishReason = FinishStop
 			break
 		}
 		st.GeneratedTokens++
 		st.DecodeDuration = time.Since(st.FirstToken)
+		if o.Logprobs != nil {
+			o.Logprobs(info)
+		}
 		if err := emit(tok); err != nil {
 			if errors.Is(err, ErrStop) {
 				st.FinishReason = FinishStop
