@@ -148,6 +148,7 @@ func (s *Server) Handler() http.Handler {
 	}
 	route(http.MethodPost, "/v1/chat/completions", s.handleChat)
 	route(http.MethodPost, "/v1/completions", s.handleCompletion)
+	route(http.MethodPost, "/v1/embeddings", s.handleEmbeddings)
 	route(http.MethodGet, "/v1/models", s.handleModels)
 	route(http.MethodGet, "/health", s.handleHealth)
 	route(http.MethodGet, "/metrics", s.handleMetrics)
