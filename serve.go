@@ -12,6 +12,7 @@ import (
 
 	"github.com/mlxgo/mlxgo/mlx"
 	"github.com/mlxgo/mlxgo/models"
+	"github.com/mlxgo/mlxgo/models/embed"
 	"github.com/mlxgo/mlxgo/server"
 	"github.com/mlxgo/mlxgo/tok"
 )
@@ -20,15 +21,21 @@ const serveUsage = `Usage: mlxgo serve [-m PATH] [flags]
 
 Serves an OpenAI-compatible HTTP API over one model until SIGINT or
 SIGTERM: POST /v1/chat/completions and /v1/completions (streaming or not),
-GET /v1/models, /health and /metrics (Prometheus). One line with the URL
+POST /v1/embeddings with --embed-model, GET /v1/models, /health and
+/metrics (Prometheus). One line with the URL
 goes to stderr once the server accepts. On a signal it stops accepting,
 lets running requests finish within the grace period, and exits 0.
 
 PATH is as for mlxgo generate (model directory, .gguf file, or a Hugging
-Face repo id in the local cache); without -m, the default model.
+Face repo id in the local cache); without -m, the default model. A
+sentence-transformers directory (one with modules.json) is an embedding
+model: it is served on /v1/embeddings alone, and the completion endpoints
+answer 404 naming it.
 
 Flags:
 	-m, --model PATH          the model (default: the default model)
+	--embed-model PATH        also serve POST /v1/embeddings with this
+	                          embedding model (as for mlxgo embed -m)
 	--host HOST               address to listen on (default 127.0.0.1)
 	--port N                  port (default 8080; 0 picks a free one)
 	--batch N                 rows decoded together; 1 is serial (default 1;
@@ -47,12 +54,15 @@ Flags:
 Example:
 	$ mlxgo serve -m ./Qwen3-0.6B-4bit --port 8000 &
 	$ curl -s localhost:8000/v1/chat/completions -d '{"messages":[{"role":"user","content":"Hi"}]}'
+	$ mlxgo serve -m ./Qwen3-0.6B-4bit --embed-model ./all-MiniLM-L6-v2 &
+	$ curl -s localhost:8080/v1/embeddings -d '{"input":["A cat sits.","Ein Hund läuft."]}'
 `
 
 type serveCommand struct{ m *Main }
 
 type serveFlags struct {
 	model, host, apiKey, cors string
+	embedModel                string
 	port, batch, maxTokens    int
 	maxQueue, cacheBytes      int
 	timeout, grace            time.Duration
@@ -63,6 +73,7 @@ func (c *serveCommand) parse(args []string) (*serveFlags, error) {
 	fs := c.m.newFlagSet("serve", serveUsage)
 	fs.StringVar(&f.model, "m", "", "")
 	fs.StringVar(&f.model, "model", "", "")
+	fs.StringVar(&f.embedModel, "embed-model", "", "")
 	fs.StringVar(&f.host, "host", "127.0.0.1", "")
 	fs.IntVar(&f.port, "port", 8080, "")
 	fs.IntVar(&f.batch, "batch", 1, "")
@@ -105,6 +116,21 @@ func (c *serveCommand) Run(ctx context.Context, args []string) error {
 	if err := loadMLX(ctx); err != nil {
 		return err
 	}
+	if isEmbeddingModel(path) {
+		if f.embedModel != "" {
+			return usagef("-m %s is an embedding model already; --embed-model goes beside a chat model", f.model)
+		}
+		return c.serveEmbeddingsOnly(ctx, f, path)
+	}
+	var emb *server.Embeddings
+	if f.embedModel != "" {
+		em, err := loadEmbeddings(f.embedModel)
+		if err != nil {
+			return err
+		}
+		defer em.Model.Close()
+		emb = em
+	}
 	t, err := tok.Load(path)
 	if err != nil {
 		return fmt.Errorf("cannot load the tokenizer of %s: %w", path, err)
@@ -124,6 +150,14 @@ func (c *serveCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	if emb != nil {
+		srv.SetEmbeddings(emb)
+		id += " and " + emb.ID
+	}
+	return c.listen(ctx, f, srv, id)
+}
+
+func (c *serveCommand) listen(ctx context.Context, f *serveFlags, srv *server.Server, id string) error {
 	ln, err := net.Listen("tcp", net.JoinHostPort(f.host, strconv.Itoa(f.port)))
 	if err != nil {
 		return fmt.Errorf("cannot listen on %s:%d: %w", f.host, f.port, err)
@@ -131,4 +165,48 @@ func (c *serveCommand) Run(ctx context.Context, args []string) error {
 	return srv.Serve(ctx, ln, func(url string) {
 		fmt.Fprintf(c.m.Stderr, "mlxgo: serving %s on %s\n", id, url)
 	})
+}
+
+// isEmbeddingModel: a sentence-transformers directory lists its modules.
+func isEmbeddingModel(path string) bool {
+	st, err := os.Stat(filepath.Join(path, "modules.json"))
+	return err == nil && st.Mode().IsRegular()
+}
+
+// loadEmbeddings loads an embedding model for /v1/embeddings.
+func loadEmbeddings(arg string) (*server.Embeddings, error) {
+	path, err := resolveModel(arg, os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	m, err := embed.Load(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot load embedding model %s: %w", path, err)
+	}
+	return server.NewEmbeddings(m, path, filepath.Base(filepath.Clean(path)), "mlxgo "+Version), nil
+}
+
+// serveEmbeddingsOnly serves an embedding model alone: the completion
+// endpoints refuse with 404 naming it (see server.NotChatModel).
+func (c *serveCommand) serveEmbeddingsOnly(ctx context.Context, f *serveFlags, path string) error {
+	emb, err := loadEmbeddings(path)
+	if err != nil {
+		return err
+	}
+	defer emb.Model.Close()
+	t, err := tok.Load(path)
+	if err != nil {
+		return fmt.Errorf("cannot load the tokenizer of %s: %w", path, err)
+	}
+	srv, err := server.New(server.Config{
+		Model: server.Model{ID: emb.ID, Tokenizer: t, ContextLength: emb.Model.MaxLen, Fingerprint: emb.Fingerprint,
+			Composition: emb.Composition, Runner: server.EmbeddingOnlyRunner{ID: emb.ID}},
+		MaxTokens: f.maxTokens, APIKey: f.apiKey, CORSOrigin: f.cors, MaxQueue: f.maxQueue,
+		RequestTimeout: f.timeout, ShutdownGrace: f.grace,
+	})
+	if err != nil {
+		return err
+	}
+	srv.SetEmbeddings(emb)
+	return c.listen(ctx, f, srv, emb.ID)
 }
