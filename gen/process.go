@@ -126,13 +126,15 @@ func (r *presencePenalty) Process(tokens, logits *mlx.Array) *mlx.Array {
 // frequencyPenalty is make_frequency_penalty:
 // logits.at[:, recent].subtract(penalty), a scatter_add in which a token seen
 // k times has the penalty added k times, rounding to the logits' dtype after
-// each add. Without scatter_add in the shim, the same arithmetic is k rounds
-// of presence-style updates on the gathered columns: round k subtracts once
-// more from every column whose token occurs at least k times. Every copy of
-// a token's column goes through the same rounds, so the final put writes
-// equal values for duplicates. The count of rounds is the window length (the
-// largest possible count), since reading the counts back would stall the
-// one-step-ahead pipeline; at the default window of 20 that is 20 small ops.
+// each add. Without scatter_add in the shim, the same arithmetic is rounds of
+// presence-style updates on the gathered columns: round k subtracts once
+// more from every column whose token occurs at least k times, and subtracts
+// an exact 0 from the others (x - 0 is x, bit for bit). Every copy of a
+// token's column goes through the same rounds, so the final put writes
+// equal values for duplicates. There are as many rounds as the window is
+// long (the largest possible count), since reading the counts back would
+// stall the one-step-ahead pipeline: one subtract per round, with the
+// per-round penalties built as one [n, n] array and split in a single op.
 type frequencyPenalty struct {
 	penalty float64
 	context int
@@ -147,15 +149,12 @@ func (r *frequencyPenalty) Process(tokens, logits *mlx.Array) *mlx.Array {
 	same := mlx.Equal(mlx.ExpandDims(recent, 1), mlx.ExpandDims(recent, 0))
 	counts := mlx.Sum(mlx.AsType(same, mlx.Int32), []int{1}, false)
 	sel := mlx.Take(logits, recent, 1)
-	p := mlx.ScalarLike(float32(r.penalty), sel)
-	for k := 1; k <= n; k++ {
-		// Round 1 touches every column: Where would only copy it.
-		if k == 1 {
-			sel = mlx.Subtract(sel, p)
-			continue
-		}
-		again := mlx.GreaterEqual(counts, mlx.ScalarInt(int64(k), mlx.Int32))
-		sel = mlx.Where(again, mlx.Subtract(sel, p), sel)
+	// penalties[k-1][i] is the penalty when recent[i] occurs >= k times, else 0.
+	rounds := mlx.Arange(1, float64(n+1), 1, mlx.Int32)
+	again := mlx.GreaterEqual(mlx.ExpandDims(counts, 0), mlx.ExpandDims(rounds, 1))
+	penalties := mlx.Where(again, mlx.ScalarLike(float32(r.penalty), sel), mlx.ScalarLike(0, sel))
+	for _, row := range mlx.Split(penalties, n, 0) {
+		sel = mlx.Subtract(sel, row)
 	}
 	return putColumns(logits, recent, sel)
 }

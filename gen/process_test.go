@@ -79,3 +79,42 @@ func TestFrequencyPenaltyRoundsEachSubtract(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkPenalties is one processor call on bf16 logits of SmolLM2's
+// vocabulary: the presence penalty (one round) against the frequency
+// penalty over its default window and a long one (a round per position).
+func BenchmarkPenalties(b *testing.B) {
+	mlxtest.Need(b)
+	for _, bc := range []struct {
+		name string
+		p    LogitsProcessor
+	}{
+		{"presence-20", &presencePenalty{penalty: 0.5, context: 20}},
+		{"frequency-20", &frequencyPenalty{penalty: 0.5, context: 20}},
+		{"frequency-256", &frequencyPenalty{penalty: 0.5, context: 256}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			mlxtest.Do(b, func() error {
+				x := mlx.Normal([]int{1, 49152}, mlx.BFloat16, 0, 4, mlx.Key(1))
+				toks := make([]int32, bc.p.Context())
+				for i := range toks {
+					toks[i] = int32(i * 7 % 50) // repeats, as generated text has
+				}
+				tk := mlx.FromSlice(toks, len(toks))
+				if err := mlx.Eval(x, tk); err != nil {
+					return err
+				}
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					s := mlx.NewScope()
+					err := mlx.Eval(bc.p.Process(tk, x))
+					s.Close()
+					if err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+		})
+	}
+}
