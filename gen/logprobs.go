@@ -113,7 +113,9 @@ func topLogprobs(vals []float32, k int) []TokenLogprob {
 		n := len(best)
 		if n == k {
 			last := best[n-1]
-			if !before(v, i, last.Logprob, int(last.Token)) {
+			// Most values fall below the k-th: one float compare rejects
+			// them (a NaN fails it and goes on to the full rule).
+			if v < last.Logprob || !before(v, i, last.Logprob, int(last.Token)) {
 				continue
 			}
 			n--

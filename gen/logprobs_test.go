@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os/exec"
 	"path/filepath"
@@ -244,4 +245,35 @@ func FuzzTopLogprobs(f *testing.F) {
 			}
 		}
 	})
+}
+
+// BenchmarkReadLogprobs is the host-side cost Options.Logprobs adds per
+// token on a SmolLM2-sized vocabulary (the row copy plus the selection).
+func BenchmarkReadLogprobs(b *testing.B) {
+	mlxtest.Need(b)
+	for _, bc := range []struct {
+		dtype string
+		top   int
+	}{{"float32", 0}, {"float32", 20}, {"bfloat16", 20}} {
+		b.Run(fmt.Sprintf("%s-top%d", bc.dtype, bc.top), func(b *testing.B) {
+			mlxtest.Do(b, func() error {
+				dt, err := mlx.ParseDtype(bc.dtype)
+				if err != nil {
+					return err
+				}
+				x := mlx.Normal([]int{1, 49152}, dt, 0, 4, mlx.Key(2))
+				lp := mlx.Subtract(x, mlx.LogSumExp(x, nil, true))
+				if err := mlx.Eval(lp); err != nil {
+					return err
+				}
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					if _, err := readLogprobs(lp, 7, bc.top); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+		})
+	}
 }
