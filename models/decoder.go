@@ -29,7 +29,16 @@ type attention struct {
 
 func (a *attention) apply(x *mlx.Array, mask kv.Mask, c kv.Cache) *mlx.Array {
 	b, l := x.Dim(0), x.Dim(1)
-	queries, keys, values := a.q.apply(x), a.k.apply(x), a.v.apply(x)
+	queries, keys, values := a.project(x)
+	return a.output(a.attend(queries, keys, values, mask, c), b, l)
+}
+
+// project is the per-token half of attention: the q/k/v projections and
+// q/k norms, heads moved to axis 1 ([B, heads, L, dim]), before RoPE. Rows
+// are independent here, so a decode batch runs it once for all rows.
+func (a *attention) project(x *mlx.Array) (queries, keys, values *mlx.Array) {
+	b, l := x.Dim(0), x.Dim(1)
+	queries, keys, values = a.q.apply(x), a.k.apply(x), a.v.apply(x)
 	queries = mlx.Reshape(queries, b, l, a.heads, -1)
 	keys = mlx.Reshape(keys, b, l, a.kvHeads, -1)
 	if a.normPlace == qkNormBeforeTranspose {
@@ -43,13 +52,23 @@ func (a *attention) apply(x *mlx.Array, mask kv.Mask, c kv.Cache) *mlx.Array {
 		queries = mlx.RMSNorm(queries, a.qNorm, a.eps)
 		keys = mlx.RMSNorm(keys, a.kNorm, a.eps)
 	}
+	return queries, keys, values
+}
+
+// attend is the half that reads a cache: RoPE at the cache's offset, then
+// attention through the cache. Its result is [B, heads, L, dim].
+func (a *attention) attend(queries, keys, values *mlx.Array, mask kv.Mask, c kv.Cache) *mlx.Array {
 	offset := 0
 	if c != nil {
 		offset = c.Offset()
 	}
 	queries = a.rope.apply(queries, offset)
 	keys = a.rope.apply(keys, offset)
-	out := kv.Attention(c, queries, keys, values, a.scale, mask)
+	return kv.Attention(c, queries, keys, values, a.scale, mask)
+}
+
+// output moves the heads back and applies the output projection.
+func (a *attention) output(out *mlx.Array, b, l int) *mlx.Array {
 	out = mlx.Reshape(mlx.Transpose(out, 0, 2, 1, 3), b, l, -1)
 	return a.o.apply(out)
 }
@@ -97,7 +116,14 @@ type block struct {
 }
 
 func (b *block) apply(x *mlx.Array, mask kv.Mask, c kv.Cache) *mlx.Array {
-	r := b.attn.apply(mlx.RMSNorm(x, b.inputNorm, b.eps), mask, c)
+	return b.around(x, func(n *mlx.Array) *mlx.Array { return b.attn.apply(n, mask, c) })
+}
+
+// around is the block with attention abstracted: the norms, residuals and
+// MLP around attn, which maps the normed input to attention's output. A
+// decode batch passes an attn that attends row by row (rows.go).
+func (b *block) around(x *mlx.Array, attn func(*mlx.Array) *mlx.Array) *mlx.Array {
+	r := attn(mlx.RMSNorm(x, b.inputNorm, b.eps))
 	if !b.sandwich {
 		h := mlx.Add(x, r)
 		r = b.mlp.apply(mlx.RMSNorm(h, b.postAttnNorm, b.eps))

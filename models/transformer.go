@@ -58,10 +58,7 @@ func (d *decoder) Forward(tokens *mlx.Array, caches []kv.Cache) *mlx.Array {
 }
 
 func (d *decoder) forward(tokens *mlx.Array, caches []kv.Cache) *mlx.Array {
-	h := d.embed.lookup(tokens)
-	if d.embedMul != nil {
-		h = mlx.Multiply(h, mlx.AsType(d.embedMul, h.Dtype()))
-	}
+	h := d.embedIn(tokens)
 	n := h.Dim(1)
 	full := kv.AttentionMask(n, cacheAt(caches, d.globalIdx), 0)
 	var sliding kv.Mask
@@ -75,6 +72,20 @@ func (d *decoder) forward(tokens *mlx.Array, caches []kv.Cache) *mlx.Array {
 		}
 		h = l.apply(h, mask, cacheAt(caches, i))
 	}
+	return d.head(h)
+}
+
+// embedIn is the embedding lookup (scaled for gemma3).
+func (d *decoder) embedIn(tokens *mlx.Array) *mlx.Array {
+	h := d.embed.lookup(tokens)
+	if d.embedMul != nil {
+		h = mlx.Multiply(h, mlx.AsType(d.embedMul, h.Dtype()))
+	}
+	return h
+}
+
+// head is the final norm and the output projection (tied or not).
+func (d *decoder) head(h *mlx.Array) *mlx.Array {
 	h = mlx.RMSNorm(h, d.norm, d.eps)
 	if d.lmHead != nil {
 		return d.lmHead.apply(h)
