@@ -10,10 +10,19 @@ import (
 	"github.com/mlxgo/mlxgo/tok"
 )
 
+// Scheduling mechanisms (DESIGN.md §9), as the execution composition names
+// them.
+const (
+	SchedulingSerial     = "serial"     // one request at a time (--batch 1)
+	SchedulingContinuous = "continuous" // continuous batching (--batch N > 1)
+)
+
 // Runner runs one completion execution to its end. The engine calls it from
 // its one goroutine, one job at a time (the serial scheduling mechanism), so
 // a Runner that wraps MLX never sees two generations at once. emit is called
 // with each generated token; returning gen.ErrStop ends the generation.
+// A Runner that is also a BatchRunner with MaxRows() > 1 is scheduled by
+// continuous batching instead (batch.go).
 type Runner interface {
 	Run(ctx context.Context, prompt []int32, o gen.Options, seed *uint64, emit func(int32) error) (Result, error)
 }
@@ -25,10 +34,17 @@ type Result struct {
 	// Figures for /metrics after the execution (0: not reported).
 	ActiveMemory, PeakMemory uint64
 	CacheBytes               int
+	// Where the execution was scheduled, filled in by the engine: the
+	// mechanism (SchedulingSerial or SchedulingContinuous) and the rows in
+	// the batch when it was admitted, itself included.
+	Scheduling string
+	BatchRows  int
 }
 
 // event is what the engine sends a request's handler: text as it becomes
-// safe to show, then one final event with the result.
+// safe to show, then one final event with the result. Add fields here (per
+// token log-probs, ...) rather than new channels: batched jobs queue events
+// whole in job.backlog, so anything in an event keeps its order.
 type event struct {
 	text string
 	done bool
@@ -47,18 +63,55 @@ type job struct {
 	events  chan event
 	queued  time.Time
 	lastTok time.Time
-	batch   int // rows decoding at admission (serial: 1)
+	batch   int // rows in the batch at admission, this one included (serial: 1)
 	m       *metrics
+
+	// A batched job never blocks the engine on its handler: events the
+	// channel cannot take yet wait in backlog (see send).
+	batched  bool
+	backlog  []event
+	finished bool // the final event is sent or in the backlog
 }
 
-// send hands an event to the handler unless the request is gone.
+// send hands an event to the handler unless the request is gone. A serial
+// job waits for the handler to take it, which paces generation to the
+// client. A batched job must not: one slow client would stall every row, so
+// what the channel cannot take now waits in the backlog, in order, and the
+// engine delivers it at its next step boundary (deliver).
 func (j *job) send(ev event) error {
-	select {
-	case j.events <- ev:
-		return nil
-	case <-j.ctx.Done():
-		return j.ctx.Err()
+	if !j.batched {
+		select {
+		case j.events <- ev:
+			return nil
+		case <-j.ctx.Done():
+			return j.ctx.Err()
+		}
 	}
+	if err := j.ctx.Err(); err != nil {
+		j.backlog = nil
+		return err
+	}
+	j.backlog = append(j.backlog, ev)
+	return j.deliver()
+}
+
+// deliver moves as much of a batched job's backlog into its channel as fits
+// without waiting; the backlog of a request that is gone is dropped.
+func (j *job) deliver() error {
+	if err := j.ctx.Err(); err != nil {
+		j.backlog = nil
+		return err
+	}
+	for len(j.backlog) > 0 {
+		select {
+		case j.events <- j.backlog[0]:
+			j.backlog[0] = event{}
+			j.backlog = j.backlog[1:]
+		default:
+			return nil
+		}
+	}
+	return nil
 }
 
 // next is the handler's side of send: the next event, or a final one with
@@ -95,18 +148,36 @@ func (j *job) token(id int32) error {
 	return nil
 }
 
-// engine owns the Runner: one goroutine takes jobs from a bounded queue.
+// engine owns the Runner: one goroutine takes jobs from a bounded queue and
+// runs them one at a time (serial) or as rows of a batch (continuous).
 type engine struct {
 	runner Runner
+	batch  BatchRunner // nil: serial
 	queue  chan *job
 	m      *metrics
 	once   sync.Once
 	stop   chan struct{}
 	done   chan struct{}
+	live   map[*job]struct{} // batched jobs admitted whose events are not all delivered
 }
 
 func newEngine(r Runner, maxQueue int, m *metrics) *engine {
-	return &engine{runner: r, queue: make(chan *job, maxQueue), m: m, stop: make(chan struct{}), done: make(chan struct{})}
+	e := &engine{runner: r, queue: make(chan *job, maxQueue), m: m, stop: make(chan struct{}), done: make(chan struct{})}
+	if b, ok := r.(BatchRunner); ok && b.MaxRows() > 1 {
+		e.batch, e.live = b, map[*job]struct{}{}
+		m.maxRows.set(float64(b.MaxRows()))
+	} else {
+		m.maxRows.set(1)
+	}
+	return e
+}
+
+// scheduling names the engine's mechanism for the execution composition.
+func (e *engine) scheduling() string {
+	if e.batch != nil {
+		return SchedulingContinuous
+	}
+	return SchedulingSerial
 }
 
 // submit queues j, or fails at once when the queue is full: a client told
@@ -126,29 +197,40 @@ func (e *engine) submit(j *job) error {
 	}
 }
 
-// run is the engine goroutine; it returns after close, once the job in hand
-// has ended, failing the jobs still queued.
+// run is the engine goroutine; it returns after close, once the jobs in
+// hand have ended, failing the jobs still queued.
 func (e *engine) run() {
 	defer close(e.done)
+	if e.batch != nil {
+		e.runContinuous()
+		return
+	}
 	for {
 		select {
 		case j := <-e.queue:
 			e.m.queueDepth.set(float64(len(e.queue)))
 			e.execute(j)
 		case <-e.stop:
-			for {
-				select {
-				case j := <-e.queue:
-					j.send(event{done: true, err: ErrShuttingDown})
-				default:
-					e.m.queueDepth.set(0)
-					return
-				}
-			}
+			e.failQueued()
+			return
 		}
 	}
 }
 
+// failQueued answers every job still waiting with ErrShuttingDown.
+func (e *engine) failQueued() {
+	for {
+		select {
+		case j := <-e.queue:
+			j.send(event{done: true, err: ErrShuttingDown})
+		default:
+			e.m.queueDepth.set(0)
+			return
+		}
+	}
+}
+
+// execute runs one job on the serial path.
 func (e *engine) execute(j *job) {
 	if err := j.ctx.Err(); err != nil {
 		// The client left (or timed out) while waiting: nothing to run.
@@ -157,8 +239,25 @@ func (e *engine) execute(j *job) {
 	}
 	j.batch = 1
 	e.m.activeRows.set(1)
+	e.m.decodingRows.set(1)
 	defer e.m.activeRows.set(0)
+	defer e.m.decodingRows.set(0)
 	res, err := e.runner.Run(j.ctx, j.prompt, j.opts, j.seed, j.token)
+	e.finish(j, res, err)
+}
+
+// finish ends a job on either path: the text held back for stop strings,
+// the metrics, and the final event.
+func (e *engine) finish(j *job, res Result, err error) {
+	j.finished = true
+	e.m.promptTokens.add(float64(res.Stats.PromptTokens + res.CachedTokens))
+	e.m.generatedTokens.add(float64(res.Stats.GeneratedTokens))
+	e.m.cacheHitTokens.add(float64(res.CachedTokens))
+	if res.ActiveMemory > 0 || res.PeakMemory > 0 {
+		e.m.activeMemory.set(float64(res.ActiveMemory))
+		e.m.peakMemory.set(float64(res.PeakMemory))
+	}
+	e.m.cacheBytes.set(float64(res.CacheBytes))
 	if err == nil && !j.stops.Stopped() {
 		// The end without a stop string: what was held back is final text.
 		s, _ := j.stops.Push(j.detok.Flush())
@@ -168,17 +267,10 @@ func (e *engine) execute(j *job) {
 			}
 		}
 	}
-	e.m.promptTokens.add(float64(res.Stats.PromptTokens + res.CachedTokens))
-	e.m.generatedTokens.add(float64(res.Stats.GeneratedTokens))
-	e.m.cacheHitTokens.add(float64(res.CachedTokens))
-	if res.ActiveMemory > 0 || res.PeakMemory > 0 {
-		e.m.activeMemory.set(float64(res.ActiveMemory))
-		e.m.peakMemory.set(float64(res.PeakMemory))
-	}
-	e.m.cacheBytes.set(float64(res.CacheBytes))
 	if errors.Is(err, context.DeadlineExceeded) {
 		err = errTimeout
 	}
+	res.Scheduling, res.BatchRows = e.scheduling(), j.batch
 	j.send(event{done: true, res: res, err: err})
 }
 

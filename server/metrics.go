@@ -21,7 +21,9 @@ type metrics struct {
 	ttft            *histogram
 	tokenLatency    *histogram
 	queueDepth      *gauge
-	activeRows      *gauge
+	activeRows      *gauge // rows holding the engine: prefilling or decoding
+	decodingRows    *gauge // rows past their prefill
+	maxRows         *gauge // the concurrency cap (--batch)
 	cacheBytes      *gauge
 	activeMemory    *gauge
 	peakMemory      *gauge
@@ -38,6 +40,8 @@ func newMetrics() *metrics {
 		tokenLatency:    newHistogram(latency),
 		queueDepth:      &gauge{},
 		activeRows:      &gauge{},
+		decodingRows:    &gauge{},
+		maxRows:         &gauge{},
 		cacheBytes:      &gauge{},
 		activeMemory:    &gauge{},
 		peakMemory:      &gauge{},
@@ -128,7 +132,9 @@ func (m *metrics) write(w io.Writer) {
 		{"mlxgo_generation_tokens_total", "counter", "Tokens generated.", m.generatedTokens},
 		{"mlxgo_prompt_cache_hit_tokens_total", "counter", "Prompt tokens served from the prompt cache.", m.cacheHitTokens},
 		{"mlxgo_queue_depth", "gauge", "Requests waiting for the engine.", &m.queueDepth.counter},
-		{"mlxgo_active_rows", "gauge", "Rows the engine is decoding.", &m.activeRows.counter},
+		{"mlxgo_active_rows", "gauge", "Rows the engine holds, prefilling or decoding.", &m.activeRows.counter},
+		{"mlxgo_decoding_rows", "gauge", "Rows the engine is decoding (past their prefill).", &m.decodingRows.counter},
+		{"mlxgo_batch_max_rows", "gauge", "Rows the engine admits at most (the concurrency cap, --batch).", &m.maxRows.counter},
 		{"mlxgo_prompt_cache_bytes", "gauge", "Bytes of KV held by the prompt cache.", &m.cacheBytes.counter},
 		{"mlxgo_mlx_active_memory_bytes", "gauge", "MLX active memory after the last execution.", &m.activeMemory.counter},
 		{"mlxgo_mlx_peak_memory_bytes", "gauge", "MLX peak memory after the last execution.", &m.peakMemory.counter},
