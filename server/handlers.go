@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"sync"
 	"time"
@@ -37,7 +38,13 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, decode func([]
 		writeError(w, err)
 		return
 	}
-	ids, err := s.tokenize(p)
+	t := s.cfg.Model.Tokenizer
+	feat := s.tmpl.features(t)
+	if err := feat.check(p); err != nil {
+		writeError(w, err)
+		return
+	}
+	ids, err := s.tokenize(p, feat)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -47,6 +54,15 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, decode func([]
 		writeError(w, err)
 		return
 	}
+	rs := s.newResponse(p)
+	if p.logprobs {
+		rs.lps = &logprobLog{}
+		rs.legacy = &legacyLogprobs{t: t, top: p.topLogprobs}
+		o.Logprobs, o.TopLogprobs = rs.lps.add, p.topLogprobs
+	}
+	if p.chat {
+		rs.route = newRouter(feat.think, feat.parsedTools(p), p.tools.defs, feat.think.initialState(ids))
+	}
 	ctx := r.Context()
 	if s.cfg.RequestTimeout > 0 {
 		var cancel context.CancelFunc
@@ -55,30 +71,35 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, decode func([]
 	}
 	j := &job{
 		ctx: ctx, prompt: ids, opts: o, seed: p.seed,
-		detok: s.cfg.Model.Tokenizer.NewDetokenizer(true), stops: gen.NewStopMatcher(p.stops),
+		detok: t.NewDetokenizer(!feat.showSpecial), stops: gen.NewStopMatcher(p.stops),
 		events: make(chan event, 64), queued: time.Now(), m: s.m,
 	}
 	if err := s.eng.submit(j); err != nil {
 		writeError(w, err)
 		return
 	}
-	rs := s.newResponse(p)
 	if p.stream {
 		s.stream(w, j, rs)
 		return
 	}
-	var text []byte
+	var all piece
+	add := func(pc piece) {
+		all.content += pc.content
+		all.reasoning += pc.reasoning
+		all.calls = append(all.calls, pc.calls...)
+	}
 	for {
 		ev := j.next()
 		if !ev.done {
-			text = append(text, ev.text...)
+			add(rs.push(ev.text))
 			continue
 		}
 		if ev.err != nil {
 			writeError(w, ev.err)
 			return
 		}
-		writeJSON(w, http.StatusOK, rs.full(string(text), ev.res))
+		add(rs.finish())
+		writeJSON(w, http.StatusOK, rs.full(all, ev.res))
 		return
 	}
 }
@@ -116,14 +137,24 @@ func (s *Server) options(p *params, promptLen int) (gen.Options, error) {
 // tokenize renders chat messages through the model's template (encoded
 // without special tokens, as mlx_lm.server does) or encodes a completion
 // prompt with them.
-func (s *Server) tokenize(p *params) ([]int32, error) {
+func (s *Server) tokenize(p *params, feat *modelFeatures) ([]int32, error) {
 	t := s.cfg.Model.Tokenizer
 	var ids []int32
 	var err error
 	switch {
 	case p.chat:
+		kwargs := p.kwargs
+		if _, set := kwargs["enable_thinking"]; feat.think != nil && !set {
+			// mlx-lm's apply_chat_template passes enable_thinking =
+			// has_thinking unless the request says otherwise.
+			kwargs = maps.Clone(kwargs)
+			if kwargs == nil {
+				kwargs = map[string]any{}
+			}
+			kwargs["enable_thinking"] = true
+		}
 		var text string
-		if text, err = s.tmpl.render(t, p.messages, chat.Options{AddGenerationPrompt: true, Kwargs: p.kwargs}); err != nil {
+		if text, err = s.tmpl.render(t, p.messages, chat.Options{AddGenerationPrompt: true, Tools: p.tools.tools, Kwargs: kwargs}); err != nil {
 			return nil, err
 		}
 		ids, err = t.Encode(text, false)
@@ -147,12 +178,68 @@ func (s *Server) tokenize(p *params) ([]int32, error) {
 }
 
 // templateCache parses the chat template once; renders are serialised
-// because the template engine's thread safety is not promised.
+// because the template engine's thread safety is not promised. It also
+// holds what the tokenizer and template say about the model's features.
 type templateCache struct {
-	once sync.Once
-	mu   sync.Mutex
-	tmpl *chat.Template
-	err  error
+	once     sync.Once
+	mu       sync.Mutex
+	tmpl     *chat.Template
+	err      error
+	featOnce sync.Once
+	feat     modelFeatures
+}
+
+// modelFeatures are the model's thinking markers and tool-call format,
+// inferred once from its tokenizer and chat template as mlx-lm infers them.
+type modelFeatures struct {
+	think *thinkMarkers // nil: no reasoning split
+	tools *toolFormat   // nil: the template has no tool calling
+	// showSpecial: a marker is a special token, so special tokens must be
+	// decoded for the router to see it (mlx-lm's detokenizers always
+	// decode them).
+	showSpecial bool
+}
+
+func (c *templateCache) features(t *tok.Tokenizer) *modelFeatures {
+	c.featOnce.Do(func() {
+		c.feat.think = inferThinking(t)
+		c.feat.tools = inferToolFormat(t.Config().ChatTemplate, t)
+		c.feat.showSpecial = c.feat.think != nil && c.feat.think.special
+		if f := c.feat.tools; f != nil {
+			for _, m := range []string{f.start, f.end} {
+				if id, ok := t.TokenToID(m); ok && t.IsSpecial(id) {
+					c.feat.showSpecial = true
+				}
+			}
+		}
+	})
+	return &c.feat
+}
+
+// check refuses tools the model cannot be given: a template without a
+// tool-call format would drop them without a word, and a format mlxgo
+// cannot parse would return calls as text.
+func (f *modelFeatures) check(p *params) error {
+	if len(p.tools.tools) == 0 {
+		return nil
+	}
+	switch {
+	case f.tools == nil:
+		return unsupported("tools", "the model's chat template has no tool-call format")
+	case f.tools.parse == nil:
+		return unsupported("tools", fmt.Sprintf("the model's tool-call format (mlx-lm's %s) is not implemented yet", f.tools.name))
+	}
+	return nil
+}
+
+// parsedTools is the format the router reads tool calls with: none when
+// tool_choice is "none" or the format cannot be parsed. Like mlx_lm.server,
+// calls are parsed even when the request lists no tools.
+func (f *modelFeatures) parsedTools(p *params) *toolFormat {
+	if f.tools == nil || f.tools.parse == nil || p.tools.none {
+		return nil
+	}
+	return f.tools
 }
 
 func (c *templateCache) render(t *tok.Tokenizer, messages []byte, o chat.Options) (string, error) {

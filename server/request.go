@@ -24,7 +24,9 @@ type commonFields struct {
 	Seed                  *int64             `json:"seed"`
 	Stop                  json.RawMessage    `json:"stop"`
 	PresencePenalty       *float64           `json:"presence_penalty"`
+	PresenceContextSize   *int               `json:"presence_context_size"`
 	FrequencyPenalty      *float64           `json:"frequency_penalty"`
+	FrequencyContextSize  *int               `json:"frequency_context_size"`
 	RepetitionPenalty     *float64           `json:"repetition_penalty"`
 	RepetitionContextSize *int               `json:"repetition_context_size"`
 	LogitBias             map[string]float64 `json:"logit_bias"`
@@ -77,6 +79,9 @@ type params struct {
 	stops        []string
 	stream       bool
 	includeUsage bool
+	tools        toolRequest // chat: tools and tool_choice
+	logprobs     bool        // return each generated token's log-probability
+	topLogprobs  int         // and this many alternatives (0..maxTopLogprobs)
 }
 
 // decodeChat parses and validates a /v1/chat/completions body.
@@ -90,16 +95,25 @@ func decodeChat(data []byte) (*params, error) {
 		return nil, err
 	}
 	p.chat = true
-	switch {
-	case !isNull(b.Tools) && string(b.Tools) != "[]":
-		return nil, unsupported("tools", "tool calling is not implemented yet")
-	case !isNull(b.ToolChoice) && string(b.ToolChoice) != `"none"` && string(b.ToolChoice) != `"auto"`:
-		return nil, unsupported("tool_choice", "tool calling is not implemented yet")
-	case !isNull(b.ResponseFormat) && !isTextFormat(b.ResponseFormat):
+	if !isNull(b.ResponseFormat) && !isTextFormat(b.ResponseFormat) {
 		return nil, unsupported("response_format", "structured output is not implemented; only {\"type\":\"text\"}")
 	}
-	if !isNull(b.Logprobs) && string(b.Logprobs) != "false" {
-		return nil, unsupported("logprobs", "log-probabilities are not returned yet")
+	if p.tools, err = decodeToolRequest(b.Tools, b.ToolChoice); err != nil {
+		return nil, err
+	}
+	if !isNull(b.Logprobs) {
+		if json.Unmarshal(b.Logprobs, &p.logprobs) != nil {
+			return nil, invalidf("logprobs", "logprobs must be a boolean")
+		}
+	}
+	if c := b.TopLogprobs; c != nil {
+		if *c < 0 || *c > maxTopLogprobs {
+			return nil, invalidf("top_logprobs", "top_logprobs must be between 0 and %d", maxTopLogprobs)
+		}
+		if *c > 0 && !p.logprobs {
+			return nil, invalidf("top_logprobs", "top_logprobs needs logprobs set to true")
+		}
+		p.topLogprobs = *c
 	}
 	if len(b.Messages) == 0 {
 		return nil, invalidf("messages", "messages must be a non-empty array")
@@ -128,8 +142,16 @@ func decodeCompletion(data []byte) (*params, error) {
 		return nil, unsupported("suffix", "insertion is not implemented")
 	case b.BestOf != nil && *b.BestOf != 1:
 		return nil, unsupported("best_of", "one completion per request")
-	case !isNull(b.Logprobs) && string(b.Logprobs) != "0":
-		return nil, unsupported("logprobs", "log-probabilities are not returned yet")
+	case b.TopLogprobs != nil:
+		return nil, invalidf("top_logprobs", "top_logprobs is a chat field; /v1/completions takes logprobs: N")
+	}
+	if !isNull(b.Logprobs) {
+		// The legacy field: how many alternatives to list per token.
+		var n int
+		if json.Unmarshal(b.Logprobs, &n) != nil || n < 0 || n > maxTopLogprobs {
+			return nil, invalidf("logprobs", "logprobs must be an integer between 0 and %d", maxTopLogprobs)
+		}
+		p.logprobs, p.topLogprobs = true, n
 	}
 	if err := p.decodePrompt(b.Prompt); err != nil {
 		return nil, err
@@ -169,12 +191,6 @@ func (c *commonFields) params() (*params, error) {
 	if c.N != nil && *c.N != 1 {
 		return nil, unsupported("n", "one choice per request")
 	}
-	if c.TopLogprobs != nil && *c.TopLogprobs != 0 {
-		return nil, unsupported("top_logprobs", "log-probabilities are not returned yet")
-	}
-	if c.FrequencyPenalty != nil && *c.FrequencyPenalty != 0 {
-		return nil, unsupported("frequency_penalty", "mlx-lm has no frequency penalty; use presence_penalty or repetition_penalty")
-	}
 	for _, m := range []struct {
 		name string
 		v    *int
@@ -189,7 +205,7 @@ func (c *commonFields) params() (*params, error) {
 	for _, f := range []struct {
 		name string
 		v    *float64
-	}{{"temperature", c.Temperature}, {"top_p", c.TopP}, {"min_p", c.MinP}, {"presence_penalty", c.PresencePenalty}, {"repetition_penalty", c.RepetitionPenalty}} {
+	}{{"temperature", c.Temperature}, {"top_p", c.TopP}, {"min_p", c.MinP}, {"presence_penalty", c.PresencePenalty}, {"frequency_penalty", c.FrequencyPenalty}, {"repetition_penalty", c.RepetitionPenalty}} {
 		if f.v != nil && (math.IsNaN(*f.v) || math.IsInf(*f.v, 0)) {
 			return nil, invalidf(f.name, "%s must be a finite number", f.name)
 		}
@@ -228,17 +244,33 @@ func (c *commonFields) params() (*params, error) {
 		}
 		p.procs.PresencePenalty = *c.PresencePenalty
 	}
+	if c.FrequencyPenalty != nil {
+		if *c.FrequencyPenalty < -2 || *c.FrequencyPenalty > 2 {
+			return nil, invalidf("frequency_penalty", "frequency_penalty must be between -2 and 2")
+		}
+		p.procs.FrequencyPenalty = *c.FrequencyPenalty
+	}
 	if c.RepetitionPenalty != nil {
 		if *c.RepetitionPenalty < 0 {
 			return nil, invalidf("repetition_penalty", "repetition_penalty must not be negative")
 		}
 		p.procs.RepetitionPenalty = *c.RepetitionPenalty
 	}
-	if c.RepetitionContextSize != nil {
-		if *c.RepetitionContextSize < 1 {
-			return nil, invalidf("repetition_context_size", "repetition_context_size must be at least 1")
+	for _, cs := range []struct {
+		name string
+		v    *int
+		dst  *int
+	}{
+		{"repetition_context_size", c.RepetitionContextSize, &p.procs.RepetitionContextSize},
+		{"presence_context_size", c.PresenceContextSize, &p.procs.PresenceContextSize},
+		{"frequency_context_size", c.FrequencyContextSize, &p.procs.FrequencyContextSize},
+	} {
+		if cs.v != nil {
+			if *cs.v < 1 {
+				return nil, invalidf(cs.name, "%s must be at least 1", cs.name)
+			}
+			*cs.dst = *cs.v
 		}
-		p.procs.RepetitionContextSize = *c.RepetitionContextSize
 	}
 	if len(c.LogitBias) > 0 {
 		p.procs.LogitBias = make(map[int32]float32, len(c.LogitBias))
@@ -350,11 +382,11 @@ func encodeMessages(msgs []chatMessage) ([]byte, error) {
 			fmt.Fprintf(&buf, `,"name":%s`, name)
 		}
 		if !isNull(m.ToolCalls) {
-			var calls []json.RawMessage
-			if json.Unmarshal(m.ToolCalls, &calls) != nil {
-				return nil, invalidf(param+".tool_calls", "%s.tool_calls must be an array", param)
+			calls, err := encodeToolCalls(m.ToolCalls, param+".tool_calls")
+			if err != nil {
+				return nil, err
 			}
-			fmt.Fprintf(&buf, `,"tool_calls":%s`, bytes.TrimSpace(m.ToolCalls))
+			fmt.Fprintf(&buf, `,"tool_calls":%s`, calls)
 		}
 		if m.ToolCallID != nil {
 			id, _ := json.Marshal(*m.ToolCallID)

@@ -33,7 +33,10 @@ type usage struct {
 	} `json:"prompt_tokens_details"`
 }
 
-// response builds the bodies and chunks of one request's answer.
+// response builds the bodies and chunks of one request's answer. It also
+// holds the answer's routing state: the router that splits chat text into
+// content, reasoning and tool calls, and the log-probabilities collected
+// for it.
 type response struct {
 	s      *Server
 	chat   bool
@@ -41,6 +44,10 @@ type response struct {
 	model  string
 	object string
 	p      *params
+	route  *router         // chat only; nil: all text is content
+	lps    *logprobLog     // nil: no log-probabilities asked for
+	legacy *legacyLogprobs // completions' logprobs shape
+	calls  int             // tool calls sent so far (a stream's delta index)
 }
 
 func (s *Server) newResponse(p *params) *response {
@@ -81,26 +88,83 @@ func describeSampling(p *params) string {
 	if p.seed != nil {
 		out += fmt.Sprintf(" seed=%d", *p.seed)
 	}
-	if pr := p.procs; pr.RepetitionPenalty != 0 || pr.PresencePenalty != 0 || len(pr.LogitBias) > 0 {
-		out += fmt.Sprintf(" repetition_penalty=%g presence_penalty=%g logit_bias=%d", pr.RepetitionPenalty, pr.PresencePenalty, len(pr.LogitBias))
+	if pr := p.procs; pr.RepetitionPenalty != 0 || pr.PresencePenalty != 0 || pr.FrequencyPenalty != 0 || len(pr.LogitBias) > 0 {
+		out += fmt.Sprintf(" repetition_penalty=%g presence_penalty=%g frequency_penalty=%g logit_bias=%d",
+			pr.RepetitionPenalty, pr.PresencePenalty, pr.FrequencyPenalty, len(pr.LogitBias))
 	}
 	return out
 }
 
-func finishReason(res Result) string {
+func (r *response) finishReason(res Result) string {
 	if res.Stats.FinishReason == "" {
 		return gen.FinishLength
+	}
+	if res.Stats.FinishReason == gen.FinishStop && r.route != nil && r.route.madeToolCall() {
+		return "tool_calls"
 	}
 	return res.Stats.FinishReason
 }
 
-// full is the non-streaming body.
-func (r *response) full(text string, res Result) map[string]any {
-	choice := map[string]any{"index": 0, "logprobs": nil, "finish_reason": finishReason(res)}
+// push routes one chunk of generated text.
+func (r *response) push(text string) piece {
+	if r.route == nil {
+		return piece{content: text}
+	}
+	return r.route.push(text)
+}
+
+// finish routes what the router still holds once generation has ended.
+func (r *response) finish() piece {
+	if r.route == nil {
+		return piece{}
+	}
+	return r.route.finish()
+}
+
+// logprobs formats the log-probabilities collected since the last call, or
+// returns nil (JSON null) when none were asked for.
+func (r *response) logprobs() any {
+	if r.lps == nil {
+		return nil
+	}
+	items := r.lps.take()
 	if r.chat {
-		choice["message"] = map[string]any{"role": "assistant", "content": text}
+		return chatLogprobs(r.s.cfg.Model.Tokenizer, items, r.p.topLogprobs)
+	}
+	return r.legacy.format(items)
+}
+
+// toolCalls is the tool_calls array; a stream's deltas carry an index.
+func (r *response) toolCalls(calls []toolCall, stream bool) []any {
+	out := make([]any, len(calls))
+	for i, c := range calls {
+		tc := map[string]any{"id": c.ID, "type": "function", "function": map[string]any{"name": c.Name, "arguments": c.Arguments}}
+		if stream {
+			tc["index"] = r.calls
+			r.calls++
+		}
+		out[i] = tc
+	}
+	return out
+}
+
+// full is the non-streaming body.
+func (r *response) full(pc piece, res Result) map[string]any {
+	choice := map[string]any{"index": 0, "logprobs": r.logprobs(), "finish_reason": r.finishReason(res)}
+	if r.chat {
+		msg := map[string]any{"role": "assistant", "content": pc.content}
+		if pc.reasoning != "" {
+			msg["reasoning_content"] = pc.reasoning
+		}
+		if len(pc.calls) > 0 {
+			msg["tool_calls"] = r.toolCalls(pc.calls, false)
+			if pc.content == "" {
+				msg["content"] = nil // as OpenAI answers a pure tool call
+			}
+		}
+		choice["message"] = msg
 	} else {
-		choice["text"] = text
+		choice["text"] = pc.content
 	}
 	return map[string]any{
 		"id": r.id, "object": r.object, "created": r.s.created, "model": r.model,
@@ -109,8 +173,8 @@ func (r *response) full(text string, res Result) map[string]any {
 }
 
 // chunk is one streamed piece; finish is "" until the last choice chunk.
-func (r *response) chunk(text string, first bool, finish string) map[string]any {
-	choice := map[string]any{"index": 0, "logprobs": nil, "finish_reason": nil}
+func (r *response) chunk(pc piece, first bool, finish string) map[string]any {
+	choice := map[string]any{"index": 0, "logprobs": r.logprobs(), "finish_reason": nil}
 	if finish != "" {
 		choice["finish_reason"] = finish
 	}
@@ -119,12 +183,18 @@ func (r *response) chunk(text string, first bool, finish string) map[string]any 
 		if first {
 			delta["role"] = "assistant"
 		}
-		if text != "" || first {
-			delta["content"] = text
+		if pc.content != "" || first {
+			delta["content"] = pc.content
+		}
+		if pc.reasoning != "" {
+			delta["reasoning_content"] = pc.reasoning
+		}
+		if len(pc.calls) > 0 {
+			delta["tool_calls"] = r.toolCalls(pc.calls, true)
 		}
 		choice["delta"] = delta
 	} else {
-		choice["text"] = text
+		choice["text"] = pc.content
 	}
 	c := map[string]any{"id": r.id, "object": r.object + ".chunk", "created": r.s.created, "model": r.model, "choices": []any{choice}}
 	if !r.chat {
@@ -156,14 +226,21 @@ func (s *Server) stream(w http.ResponseWriter, j *job, r *response) {
 	}
 	if r.chat {
 		// The role comes first, before any text, as OpenAI sends it.
-		if send(r.chunk("", true, "")) != nil {
+		if send(r.chunk(piece{}, true, "")) != nil {
 			return
 		}
 	}
 	for {
 		ev := j.next()
 		if !ev.done {
-			if send(r.chunk(ev.text, false, "")) != nil {
+			// Text held back by the router (a possible marker, a tool
+			// call not yet closed) is not sent; its log-probabilities ride
+			// on the next chunk that is.
+			pc := r.push(ev.text)
+			if pc.empty() {
+				continue
+			}
+			if send(r.chunk(pc, false, "")) != nil {
 				return // the request context ends; the engine stops at its next token
 			}
 			continue
@@ -172,7 +249,7 @@ func (s *Server) stream(w http.ResponseWriter, j *job, r *response) {
 			send(statusOf(ev.err).body())
 			return
 		}
-		last := r.chunk("", false, finishReason(ev.res))
+		last := r.chunk(r.finish(), false, r.finishReason(ev.res))
 		last["x_mlxgo"] = r.composition(ev.res)
 		if send(last) != nil {
 			return
