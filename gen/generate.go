@@ -177,7 +177,7 @@ func Generate(ctx context.Context, m Model, prompt []int32, o Options, emit func
 				return l.finish(st), err
 			}
 		}
-		v, err := y.Item()
+		v, err := readToken(y)
 		if err != nil {
 			return l.finish(st), fmt.Errorf("cannot read the sampled token: %w", err)
 		}
@@ -185,7 +185,7 @@ func Generate(ctx context.Context, m Model, prompt []int32, o Options, emit func
 			st.FirstToken = time.Now()
 			st.PrefillDuration = st.FirstToken.Sub(start)
 		}
-		tok := int32(v)
+		tok := v
 		var info Logprob
 		if o.Logprobs != nil && !eos[tok] {
 			// lp is evaluated with y; it is read before it is freed.
@@ -224,6 +224,35 @@ func Generate(ctx context.Context, m Model, prompt []int32, o Options, emit func
 		}
 	}
 	return l.finish(st), nil
+}
+
+// readToken reads the sampled token [1] without adding an op: y.Item()'s
+// astype would be queued on the stream behind the step scheduled one ahead,
+// so the token would reach the host only after that step had run too, and
+// nothing would overlap. Samplers return uint32 (argmax, categorical).
+func readToken(y *mlx.Array) (int32, error) {
+	if err := y.Err(); err != nil {
+		return 0, err
+	}
+	if y.Size() != 1 {
+		return 0, fmt.Errorf("the sampler returned shape %v, want one token", y.Shape())
+	}
+	switch y.Dtype() {
+	case mlx.Uint32:
+		v, err := mlx.ToSlice[uint32](y)
+		if err != nil {
+			return 0, err
+		}
+		return int32(v[0]), nil
+	case mlx.Int32:
+		v, err := mlx.ToSlice[int32](y)
+		if err != nil {
+			return 0, err
+		}
+		return v[0], nil
+	}
+	v, err := y.Item()
+	return int32(v), err
 }
 
 // loop is one generation's state between steps.
