@@ -398,11 +398,13 @@ func encodeMessages(msgs []chatMessage) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// flattenContent returns content as a JSON string (or null where allowed).
+// flattenContent returns content as a JSON string ("" for null where allowed).
 func flattenContent(raw json.RawMessage, param string, nullOK bool) ([]byte, error) {
 	if isNull(raw) {
 		if nullOK {
-			return []byte("null"), nil
+			// An assistant turn that only calls tools: templates read
+			// message.content, so it becomes "" as in mlx_lm.server.
+			return []byte(`""`), nil
 		}
 		return nil, invalidf(param, "%s is required", param)
 	}

@@ -14,7 +14,9 @@ func TestDecodeChatMessages(t *testing.T) {
 		{"string content", `{"messages":[{"role":"user","content":"hi"}]}`, `[{"role":"user","content":"hi"}]`},
 		{"text parts joined", `{"messages":[{"content":[{"type":"text","text":"a"},{"type":"text","text":"b"}],"role":"user"}]}`, `[{"role":"user","content":"ab"}]`},
 		{"tool call keeps key order", `{"messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"1","function":{"name":"f","arguments":{"z":1,"a":2}}}]},{"role":"tool","content":"3","tool_call_id":"1"}]}`,
-			`[{"role":"assistant","content":null,"tool_calls":[{"id":"1","function":{"name":"f","arguments":{"z":1,"a":2}}}]},{"role":"tool","content":"3","tool_call_id":"1"}]`},
+			`[{"role":"assistant","content":"","tool_calls":[{"id":"1","function":{"name":"f","arguments":{"z":1,"a":2}}}]},{"role":"tool","content":"3","tool_call_id":"1"}]`},
+		{"tool call arguments string becomes the object", `{"messages":[{"role":"assistant","tool_calls":[{"id":"1","type":"function","function":{"name":"f","arguments":"{\"z\": 1}"}}]}]}`,
+			`[{"role":"assistant","content":"","tool_calls":[{"id":"1","type":"function","function":{"name":"f","arguments":{"z": 1}}}]}]`},
 		{"unknown fields ignored", `{"messages":[{"role":"system","content":"s","extra":1}],"user":"me","metadata":{}}`, `[{"role":"system","content":"s"}]`},
 	}
 	for _, tc := range cases {

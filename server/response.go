@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/mlxgo/mlxgo/gen"
 )
@@ -72,7 +73,11 @@ func (r *response) usage(res Result) usage {
 func (r *response) composition(res Result) Composition {
 	c := r.s.cfg.Model.Composition
 	c.ArtifactFingerprint, _ = r.s.fpOnce()
-	c.Scheduling, c.BatchRows = "serial", 1
+	c.Scheduling, c.BatchRows = res.Scheduling, res.BatchRows
+	if c.Scheduling == "" {
+		// A Result from before admission (an error) has none.
+		c.Scheduling, c.BatchRows = SchedulingSerial, 1
+	}
 	c.CachedPromptTokens = res.CachedTokens
 	c.Sampling = describeSampling(r.p)
 	return c
@@ -158,8 +163,11 @@ func (r *response) full(pc piece, res Result) map[string]any {
 		}
 		if len(pc.calls) > 0 {
 			msg["tool_calls"] = r.toolCalls(pc.calls, false)
-			if pc.content == "" {
-				msg["content"] = nil // as OpenAI answers a pure tool call
+			if strings.TrimSpace(pc.content) == "" {
+				// A pure tool call (the blank line a template puts between
+				// </think> and the call is not an answer): null, as OpenAI
+				// sends it.
+				msg["content"] = nil
 			}
 		}
 		choice["message"] = msg
