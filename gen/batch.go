@@ -97,6 +97,10 @@ type batchRow struct {
 // Add validates r and queues it for prefill. On an error nothing is kept
 // (Caches stay the caller's) and Done is not called.
 func (b *Batch) Add(r Row) error {
+	// What the row keeps (its key, its token history) is detached; the rest
+	// made here goes with the scope.
+	s := mlx.NewScope()
+	defer s.Close()
 	o := r.Options
 	fresh := b.m.NewCaches(o.KV)
 	prefix := 0
