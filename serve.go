@@ -38,8 +38,10 @@ Flags:
 	                          embedding model (as for mlxgo embed -m)
 	--host HOST               address to listen on (default 127.0.0.1)
 	--port N                  port (default 8080; 0 picks a free one)
-	--batch N                 rows decoded together; 1 is serial (default 1;
-	                          continuous batching is not implemented yet)
+	--batch N                 rows decoded together: 1 runs one request at a
+	                          time (the fastest single stream); N > 1 admits up
+	                          to N requests into one continuously batched
+	                          decode, the rest wait in the queue (default 1)
 	--max-tokens N            max_tokens of a request that gives none (default 512)
 	--prompt-cache-bytes N    KV bytes the prompt cache keeps (default 536870912;
 	                          0 turns it off)
@@ -94,8 +96,6 @@ func (c *serveCommand) parse(args []string) (*serveFlags, error) {
 		return nil, usagef("--port must be between 0 and 65535")
 	case f.batch < 1:
 		return nil, usagef("--batch must be at least 1")
-	case f.batch > 1:
-		return nil, usagef("--batch %d: continuous batching is not implemented yet; use --batch 1", f.batch)
 	case f.maxTokens < 1 || f.maxQueue < 1:
 		return nil, usagef("--max-tokens and --max-queue must be at least 1")
 	case f.cacheBytes < 0 || f.timeout < 0 || f.grace <= 0:
@@ -142,8 +142,14 @@ func (c *serveCommand) Run(ctx context.Context, args []string) error {
 	}
 	defer mlx.Do(model.Close)
 	id := strings.TrimSuffix(filepath.Base(path), ".gguf")
+	sm := server.NewMLXModel(model, t, id, "mlxgo "+Version, f.cacheBytes)
+	if f.batch > 1 {
+		if sm, err = server.WithBatch(sm, f.batch); err != nil {
+			return err
+		}
+	}
 	srv, err := server.New(server.Config{
-		Model:     server.NewMLXModel(model, t, id, "mlxgo "+Version, f.cacheBytes),
+		Model:     sm,
 		MaxTokens: f.maxTokens, APIKey: f.apiKey, CORSOrigin: f.cors, MaxQueue: f.maxQueue,
 		RequestTimeout: f.timeout, ShutdownGrace: f.grace,
 	})

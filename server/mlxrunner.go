@@ -11,11 +11,19 @@ import (
 	"github.com/mlxgo/mlxgo/tok"
 )
 
-// MLXRunner runs completion executions with gen.Generate on the MLX
-// executor, reusing KV from the prompt cache when it holds a prefix.
+// MLXRunner runs completion executions on the MLX executor, reusing KV from
+// the prompt cache when it holds a prefix: one at a time with gen.Generate
+// (Run, the serial mechanism), or as rows of a gen.Batch when BatchRows > 1
+// (batchrunner.go, continuous batching).
 type MLXRunner struct {
-	Model models.Model
-	Cache *PromptCache // nil: no prompt cache
+	Model     models.Model
+	Cache     *PromptCache // nil: no prompt cache
+	BatchRows int          // the most rows decoded together; <= 1: serial
+
+	// The batch and its counts, used on the engine goroutine only.
+	batch          *gen.Batch
+	rows, decoding int
+	abort          error // while Abort closes the batch: the rows' error
 }
 
 // Run implements Runner. With a cache hit only the uncached prompt tokens go
@@ -47,26 +55,35 @@ func (r *MLXRunner) Run(ctx context.Context, prompt []int32, o gen.Options, seed
 			return emit(t)
 		})
 		res.Stats = st
-		if err != nil || r.Cache == nil {
-			kv.FreeAll(caches)
-		} else {
-			r.keep(append(append([]int32(nil), prompt...), out...), caches)
-		}
-		if m, merr := mlx.Memory(); merr == nil {
-			res.ActiveMemory, res.PeakMemory = m.Active, m.Peak
-		}
-		if r.Cache != nil {
-			res.CacheBytes = r.Cache.Bytes()
-		}
+		res = r.settle(res, append(append([]int32(nil), prompt...), out...), caches, err)
 		return err
 	})
 	return res, err
 }
 
-// keep puts the caches back under the tokens they hold. gen.Generate runs
-// one step ahead, so the caches may hold one token more than was emitted
-// (an EOS) or one less (the last token at max_tokens): the key is what the
-// caches hold, and an unknown extra token is trimmed off.
+// settle ends an execution on either path: its caches go back to the
+// prompt cache under tokens (prompt and generated), or are freed after an
+// error or without a prompt cache, and res gets the figures for /metrics.
+// It runs on the MLX executor.
+func (r *MLXRunner) settle(res Result, tokens []int32, caches []kv.Cache, err error) Result {
+	if err != nil || r.Cache == nil {
+		kv.FreeAll(caches)
+	} else {
+		r.keep(tokens, caches)
+	}
+	if m, merr := mlx.Memory(); merr == nil {
+		res.ActiveMemory, res.PeakMemory = m.Active, m.Peak
+	}
+	if r.Cache != nil {
+		res.CacheBytes = r.Cache.Bytes()
+	}
+	return res
+}
+
+// keep puts the caches back under the tokens they hold. Generation may run
+// one step ahead (gen.Generate does), so the caches may hold one token more
+// than was emitted (an EOS) or one less (the last token at max_tokens): the
+// key is what the caches hold, and an unknown extra token is trimmed off.
 func (r *MLXRunner) keep(tokens []int32, caches []kv.Cache) {
 	if len(caches) == 0 {
 		return
