@@ -238,3 +238,88 @@ func TestOpenAIClientFeatures(t *testing.T) {
 		t.Fatalf("openai client checks failed: %v", err)
 	}
 }
+
+// TestThinkingKwargs: chat_template_kwargs reach the template; without
+// enable_thinking a model with think tokens gets enable_thinking=true, as
+// mlx-lm passes has_thinking.
+func TestThinkingKwargs(t *testing.T) {
+	tk := testTokenizer(t)
+	runner := &agentRunner{t: tk}
+	url, _ := startServer(t, Config{Model: Model{Tokenizer: tk, Runner: runner}})
+	cases := []struct {
+		name, kwargs string
+		emptyThink   bool
+	}{
+		{"default", "", false},
+		{"thinking on", `,"chat_template_kwargs":{"enable_thinking":true}`, false},
+		{"thinking off", `,"chat_template_kwargs":{"enable_thinking":false}`, true},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			status, _, b := post(t, url+"/v1/chat/completions", `{"messages":[{"role":"user","content":"Colour?"}]`+tc.kwargs+`}`)
+			if status != 200 {
+				t.Fatalf("status %d: %s", status, b)
+			}
+			p := runner.prompts[i]
+			if got := strings.HasSuffix(p, "<|im_start|>assistant\n<think>\n\n</think>\n\n"); got != tc.emptyThink {
+				t.Errorf("prompt ends %q: empty think block %v, want %v", p[max(0, len(p)-60):], got, tc.emptyThink)
+			}
+			var r toolReply
+			json.Unmarshal(b, &r)
+			if r.Choices[0].Message.ReasoningContent != "\nEasy.\n" || *r.Choices[0].Message.Content != "\n\nBlue." {
+				t.Errorf("reply %s", b)
+			}
+		})
+	}
+}
+
+// TestPromptEndsInsideThink: a template that opens <think> for the model
+// (as reasoning-only models' do) starts the reply in reasoning, so text
+// before the model's </think> is reasoning_content, streamed or not.
+func TestPromptEndsInsideThink(t *testing.T) {
+	src := testenv.DataFile(t, "tokenizers/qwen3")
+	dir := t.TempDir()
+	data, err := os.ReadFile(filepath.Join(src, "tokenizer.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "tokenizer.json"), data, 0o644)
+	var cfg map[string]any
+	data, _ = os.ReadFile(filepath.Join(src, "tokenizer_config.json"))
+	if err := json.Unmarshal(data, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg["chat_template"] = cfg["chat_template"].(string) + "{%- if add_generation_prompt %}{{- '<think>\\n' }}{%- endif %}"
+	data, _ = json.Marshal(cfg)
+	os.WriteFile(filepath.Join(dir, "tokenizer_config.json"), data, 0o644)
+	tk, err := tok.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, _ := tk.Encode("Hmm, colours.\n</think>\n\nBlue.", false)
+	url, _ := startServer(t, Config{Model: Model{Tokenizer: tk, Runner: &scriptRunner{script: ids}}})
+
+	status, _, b := post(t, url+"/v1/chat/completions", `{"messages":[{"role":"user","content":"Colour?"}]}`)
+	var r toolReply
+	json.Unmarshal(b, &r)
+	if status != 200 || r.Choices[0].Message.ReasoningContent != "Hmm, colours.\n" || *r.Choices[0].Message.Content != "\n\nBlue." {
+		t.Errorf("status %d: %s", status, b)
+	}
+	status, _, b = post(t, url+"/v1/chat/completions", `{"stream":true,"messages":[{"role":"user","content":"Colour?"}]}`)
+	var content, reasoning strings.Builder
+	for _, e := range sseEvents(t, b) {
+		if e == "[DONE]" {
+			continue
+		}
+		d := decodeJSON(t, []byte(e))["choices"].([]any)[0].(map[string]any)["delta"].(map[string]any)
+		if s, ok := d["content"].(string); ok {
+			content.WriteString(s)
+		}
+		if s, ok := d["reasoning_content"].(string); ok {
+			reasoning.WriteString(s)
+		}
+	}
+	if status != 200 || reasoning.String() != "Hmm, colours.\n" || content.String() != "\n\nBlue." {
+		t.Errorf("stream: reasoning %q content %q", reasoning.String(), content.String())
+	}
+}
