@@ -58,6 +58,9 @@ func FuzzDecodeRequest(f *testing.F) {
 		`{"prompt":["a"],"temperature":1e400}`,
 		`{"messages":[{"role":"assistant","content":null,"tool_calls":[]}]}`,
 		`[]`, `null`, `{"prompt":{}}`, `{"messages":[{"role":"user"}]}`,
+		`{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"auto"}`,
+		`{"messages":[{"role":"assistant","tool_calls":[{"function":{"name":"f","arguments":"{\"a\":1}"}}]}],"logprobs":true,"top_logprobs":5}`,
+		`{"prompt":"x","logprobs":3,"frequency_penalty":1,"frequency_context_size":4}`,
 	} {
 		f.Add([]byte(s))
 	}

@@ -323,3 +323,17 @@ func TestPromptEndsInsideThink(t *testing.T) {
 		t.Errorf("stream: reasoning %q content %q", reasoning.String(), content.String())
 	}
 }
+
+// The default model, SmolLM2, has a chat template without tool calling:
+// tools are refused by name rather than dropped by the template.
+func TestToolsRefusedSmolLM2(t *testing.T) {
+	tk, err := tok.Load(testenv.DataFile(t, "smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	url, _ := startServer(t, Config{Model: Model{Tokenizer: tk}})
+	status, _, b := post(t, url+"/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"tools":`+weatherTool+`}`)
+	if status != 400 || !strings.Contains(string(b), `"param":"tools"`) || !strings.Contains(string(b), "no tool-call format") {
+		t.Errorf("status %d: %s", status, b)
+	}
+}
