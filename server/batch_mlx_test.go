@@ -24,8 +24,15 @@ var batchPrompts = []string{
 }
 
 // completionText is the text of a completion body, or of a stream's chunks
-// joined, with the finish reason and completion tokens when present.
+// joined, with the finish reason when present.
 func completionText(t *testing.T, body []byte, stream bool) (text, finish string) {
+	t.Helper()
+	text, finish, _ = completionParts(t, body, stream)
+	return text, finish
+}
+
+// completionParts is completionText with the execution composition.
+func completionParts(t *testing.T, body []byte, stream bool) (text, finish string, comp *Composition) {
 	t.Helper()
 	payloads := []string{string(body)}
 	if stream {
@@ -40,13 +47,17 @@ func completionText(t *testing.T, body []byte, stream bool) (text, finish string
 				Text         string
 				FinishReason *string `json:"finish_reason"`
 			}
-			Error *struct{ Message string }
+			Error  *struct{ Message string }
+			XMLXGo *Composition `json:"x_mlxgo"`
 		}
 		if err := json.Unmarshal([]byte(p), &c); err != nil {
 			t.Fatalf("cannot decode %q: %v", p, err)
 		}
 		if c.Error != nil {
 			t.Fatalf("error in the response: %s", c.Error.Message)
+		}
+		if c.XMLXGo != nil {
+			comp = c.XMLXGo
 		}
 		for _, ch := range c.Choices {
 			text += ch.Text
@@ -55,7 +66,7 @@ func completionText(t *testing.T, body []byte, stream bool) (text, finish string
 			}
 		}
 	}
-	return text, finish
+	return text, finish, comp
 }
 
 var activeRowsRE = regexp.MustCompile(`(?m)^mlxgo_active_rows (\d+)$`)
@@ -140,20 +151,25 @@ func TestBatchGreedyMatchesSerial(t *testing.T) {
 	}
 	wg.Wait()
 	close(stop)
+	mostAtAdmission := 0
 	t.Logf("%d requests of 8 tokens: one at a time %v, concurrently against --batch 8 %v", len(batchPrompts), serialTime.Round(time.Millisecond), time.Since(batchStart).Round(time.Millisecond))
 	for i, p := range batchPrompts {
 		t.Run(p, func(t *testing.T) {
 			if statuses[i] != 200 {
 				t.Fatalf("status %d: %s", statuses[i], got[i])
 			}
-			text, finish := completionText(t, got[i], true)
+			text, finish, comp := completionParts(t, got[i], true)
 			if text != want[i] || finish == "" {
 				t.Errorf("batched %q (finish %q), serial %q", text, finish, want[i])
 			}
+			if comp == nil || comp.Scheduling != SchedulingContinuous || comp.BatchRows < 1 || comp.BatchRows > 8 {
+				t.Fatalf("execution composition %+v, want continuous with 1-8 rows at admission", comp)
+			}
+			mostAtAdmission = max(mostAtAdmission, comp.BatchRows)
 		})
 	}
-	if n := <-most; n < 2 {
-		t.Errorf("the engine held at most %d rows at once; want several", n)
+	if n := <-most; n < 2 || mostAtAdmission < 2 {
+		t.Errorf("the engine held at most %d rows at once (%d at an admission); want several", n, mostAtAdmission)
 	}
 }
 

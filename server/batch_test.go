@@ -254,9 +254,11 @@ func TestBatchDisconnect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The stream holds its row before the other comes: 2 rows at its admission.
+	waitFor(t, func() bool { return strings.Contains(metricsText(t, url), "mlxgo_active_rows 1") })
 	other := make(chan []byte, 1)
 	go func() {
-		_, _, b := post(t, url+"/v1/completions", `{"prompt":"hello","max_tokens":60}`)
+		_, _, b := postNoFatal(url+"/v1/completions", `{"prompt":"hello","max_tokens":60}`)
 		other <- b
 	}()
 	waitFor(t, func() bool { return strings.Contains(metricsText(t, url), "mlxgo_active_rows 2") })
@@ -271,7 +273,8 @@ func TestBatchDisconnect(t *testing.T) {
 		t.Fatalf("the other stream ended before the disconnect was seen: %s", b)
 	default:
 	}
-	if b := string(<-other); !strings.Contains(b, `"finish_reason":"length"`) || !strings.Contains(b, `"completion_tokens":60`) {
+	if b := string(<-other); !strings.Contains(b, `"finish_reason":"length"`) || !strings.Contains(b, `"completion_tokens":60`) ||
+		!strings.Contains(b, `"scheduling":"continuous","batch_rows":2`) {
 		t.Errorf("the other request did not finish: %s", b)
 	}
 	if m := metricsText(t, url); !strings.Contains(m, "mlxgo_active_rows 0") || !strings.Contains(m, "mlxgo_batch_max_rows 4") {
