@@ -34,7 +34,7 @@ var toolFormats = map[string]toolFormat{
 	"kimi_k2":        {name: "kimi_k2", start: "<|tool_calls_section_begin|>", end: "<|tool_calls_section_end|>"},
 	"kimi_k3":        {name: "kimi_k3", start: "<|open|>tools<|sep|>", end: "<|close|>tools<|sep|>"},
 	"minicpm5":       {name: "minicpm5", start: "<function name=", end: "</function>"},
-	"mistral":        {name: "mistral", start: "[TOOL_CALLS]"},
+	"mistral":        {name: "mistral", start: "[TOOL_CALLS]", parse: parseMistral},
 	"muse_spark":     {name: "muse_spark", start: "<atem:function_calls>", end: "</atem:function_calls>"},
 }
 

@@ -8,6 +8,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // The parsers read the text a model wrote between its tool-call markers.
@@ -32,26 +34,41 @@ func parseJSONTools(text string, _ []toolDef) ([]toolCall, error) {
 	}
 	calls := make([]toolCall, 0, len(items))
 	for _, it := range items {
-		var c struct {
-			Name      *string         `json:"name"`
-			Arguments json.RawMessage `json:"arguments"`
-			ID        *string         `json:"id"`
-		}
-		if len(it) == 0 || it[0] != '{' || json.Unmarshal(it, &c) != nil || c.Name == nil || *c.Name == "" {
+		c, ok := readCall(it)
+		if !ok {
 			return nil, errNotToolCall
 		}
-		args, err := argumentsJSON(c.Arguments)
+		args, err := argumentsJSON(c.arguments)
 		if err != nil {
 			return nil, err
 		}
-		call := toolCall{Name: *c.Name, Arguments: args}
-		if c.ID != nil {
-			// mlx-lm prefers the model's own id over a fresh one.
-			call.ID = *c.ID
-		}
-		calls = append(calls, call)
+		calls = append(calls, toolCall{ID: c.id, Name: c.name, Arguments: args})
 	}
 	return calls, nil
+}
+
+// rawCall is a {"name", "arguments", "id"} object as a model wrote it.
+type rawCall struct {
+	name, id  string
+	arguments json.RawMessage // nil: absent
+}
+
+// readCall reads a call object with exact key names (encoding/json would
+// also take "NAME" for name; Python's dict does not). A call needs a
+// non-empty string name; a string id is the model's own, which mlx-lm
+// prefers over a fresh one.
+func readCall(obj json.RawMessage) (rawCall, bool) {
+	var m map[string]json.RawMessage
+	if len(obj) == 0 || obj[0] != '{' || json.Unmarshal(obj, &m) != nil {
+		return rawCall{}, false
+	}
+	var c rawCall
+	if json.Unmarshal(m["name"], &c.name) != nil || c.name == "" {
+		return rawCall{}, false
+	}
+	json.Unmarshal(m["id"], &c.id)
+	c.arguments = m["arguments"]
+	return c, true
 }
 
 // argumentsJSON turns a call's arguments into OpenAI's JSON-object string:
@@ -241,4 +258,88 @@ func (o *orderedObject) String() string {
 	}
 	buf.WriteByte('}')
 	return buf.String()
+}
+
+// parseMistral reads Mistral's calls, which have no end marker: either a
+// JSON list [{"name": ..., "arguments": {...}}, ...] or one or more
+// "NAME[ARGS]{...}" headers each followed by its JSON arguments.
+func parseMistral(text string, _ []toolDef) ([]toolCall, error) {
+	var list []json.RawMessage
+	if err := json.Unmarshal([]byte(text), &list); err == nil {
+		calls, err := mistralList(list)
+		if err != nil || len(calls) > 0 {
+			return calls, err
+		}
+	}
+	var calls []toolCall
+	for pos := 0; ; {
+		name, end, ok := nextArgsHeader(text, pos)
+		if !ok {
+			break
+		}
+		dec := json.NewDecoder(strings.NewReader(text[end:]))
+		var args json.RawMessage
+		if err := dec.Decode(&args); err != nil {
+			// The template always writes valid JSON: the call was cut short.
+			return nil, fmt.Errorf("cannot parse tool call arguments: %w", err)
+		}
+		a, err := argumentsJSON(args)
+		if err != nil {
+			return nil, err
+		}
+		calls = append(calls, toolCall{Name: name, Arguments: a})
+		pos = end + int(dec.InputOffset())
+	}
+	if len(calls) == 0 {
+		return nil, errNotToolCall
+	}
+	return calls, nil
+}
+
+// mistralList reads the JSON-list form; a list that is JSON but not calls
+// is an error, so that it cannot be read as headers instead (as in mlx-lm).
+func mistralList(list []json.RawMessage) ([]toolCall, error) {
+	calls := make([]toolCall, 0, len(list))
+	for _, it := range list {
+		c, ok := readCall(it)
+		if !ok || string(c.arguments) == "null" {
+			// An explicit null is not a call (mlx-lm: not a dict).
+			return nil, errNotToolCall
+		}
+		a, err := argumentsJSON(c.arguments)
+		if err != nil {
+			return nil, err
+		}
+		calls = append(calls, toolCall{ID: c.id, Name: c.name, Arguments: a})
+	}
+	return calls, nil
+}
+
+// nextArgsHeader finds the next "NAME[ARGS]" at or after pos (NAME: word
+// characters and '-', spaces allowed around [ARGS]) and returns the name
+// and where the arguments start.
+func nextArgsHeader(text string, pos int) (name string, end int, ok bool) {
+	for {
+		i := strings.Index(text[pos:], "[ARGS]")
+		if i < 0 {
+			return "", 0, false
+		}
+		at := pos + i
+		j := strings.TrimRightFunc(text[:at], unicode.IsSpace)
+		k := len(j)
+		for k > 0 {
+			r, size := utf8.DecodeLastRuneInString(j[:k])
+			if !(r == '_' || r == '-' || unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Mn, r)) {
+				break
+			}
+			k -= size
+		}
+		end = at + len("[ARGS]")
+		// A search from pos cannot start a name before pos.
+		if k = max(k, pos); k < len(j) {
+			end += len(text[end:]) - len(strings.TrimLeftFunc(text[end:], unicode.IsSpace))
+			return j[k:], end, true
+		}
+		pos = end
+	}
 }

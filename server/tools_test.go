@@ -64,6 +64,32 @@ func TestParseQwen3Coder(t *testing.T) {
 	}
 }
 
+func TestParseMistral(t *testing.T) {
+	cases := []struct{ name, text, want string }{
+		{"header", `get_weather[ARGS]{"city": "Paris"}`, `get_weather {"city":"Paris"}`},
+		{"two headers", `a[ARGS]{"x": 1} b-2 [ARGS] {}`, `a {"x":1}|b-2 {}`},
+		{"json list", ` [{"name": "f", "arguments": {"k": [1]}}, {"name": "g"}] `, `f {"k":[1]}|g {}`},
+		{"json list string arguments", `[{"name": "f", "arguments": "{\"k\": 2}"}]`, `f {"k":2}`},
+		{"json list that is not calls", `[{"name": "f", "arguments": null}]`, ""},
+		{"empty list falls to headers", `[]`, ""},
+		{"cut short", `f[ARGS]{"city": "Par`, ""},
+		{"no header", `just text`, ""},
+		{"arguments not an object", `f[ARGS][1, 2]`, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			calls, err := parseMistral(tc.text, nil)
+			var got []string
+			for _, c := range calls {
+				got = append(got, c.Name+" "+c.Arguments)
+			}
+			if strings.Join(got, "|") != tc.want || (err == nil) != (tc.want != "") {
+				t.Errorf("got %q (%v), want %q", got, err, tc.want)
+			}
+		})
+	}
+}
+
 func TestDecodeToolRequest(t *testing.T) {
 	def := `[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}}]`
 	cases := []struct {
@@ -139,13 +165,14 @@ func FuzzToolParsers(f *testing.F) {
 		`[{"name":"a"},{"name":"b","arguments":"{\"x\":1}","id":"i"}]`,
 		"<function=f>\n<parameter=n>\n3\n</parameter>\n</function>",
 		`{"name": "f", "arguments": "[1]"}`, `[]`, `{"name":""}`, "<function=<parameter=>",
+		`a[ARGS]{"x": 1}b [ARGS] {}`, `[{"name":"f","arguments":null}]`, "x[ARGS]", "é-é[ARGS]{}",
 	} {
 		f.Add(s)
 	}
 	var tools []toolDef
 	json.Unmarshal([]byte(`[{"type":"function","function":{"name":"f","parameters":{"properties":{"n":{"type":"integer"},"b":{"type":"bool"},"o":{"type":"dict"}}}}}]`), &tools)
 	f.Fuzz(func(t *testing.T, text string) {
-		for _, parse := range []func(string, []toolDef) ([]toolCall, error){parseJSONTools, parseQwen3Coder} {
+		for _, parse := range []func(string, []toolDef) ([]toolCall, error){parseJSONTools, parseQwen3Coder, parseMistral} {
 			calls, err := parse(text, tools)
 			if err != nil {
 				continue
