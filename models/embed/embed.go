@@ -34,7 +34,9 @@ type Input struct {
 // Options tune one Embed call.
 type Options struct {
 	BatchSize int // inputs per forward pass; <= 0 means 32
-	// NoNormalize returns the pooled vectors without L2 normalization.
+	// NoNormalize returns the pooled vectors without L2 normalization even
+	// when the pipeline has a Normalize module (one without it never
+	// normalizes, as sentence-transformers runs it).
 	NoNormalize bool
 	// Truncate cuts inputs to the maximum length instead of failing.
 	Truncate bool

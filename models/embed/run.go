@@ -44,7 +44,7 @@ func (m *Model) Embed(ctx context.Context, inputs []Input, opts Options) (*Resul
 		for j, i := range batch {
 			rows[j] = ids[i]
 		}
-		vecs, err := m.embedBatch(rows, !opts.NoNormalize)
+		vecs, err := m.embedBatch(rows, m.Pipeline.Normalize && !opts.NoNormalize)
 		if err != nil {
 			return nil, err
 		}
