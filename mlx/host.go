@@ -142,7 +142,10 @@ func convertedSlice[T Element](a *Array, dt Dtype) ([]T, error) {
 	return ToSlice[T](c)
 }
 
-// Item evaluates a one-element array and returns its value as float64.
+// Item evaluates a one-element array and returns its value as float64. It
+// reads the element in its own dtype and converts on the host: an astype op
+// would be queued behind whatever else the stream holds (a decode step
+// scheduled one ahead), so the value would arrive only after that ran too.
 func (a *Array) Item() (float64, error) {
 	if err := a.loadInfo(); err != nil {
 		return 0, err
@@ -150,11 +153,48 @@ func (a *Array) Item() (float64, error) {
 	if a.Size() != 1 {
 		return 0, argError("item", "array of shape %v has %d elements, not 1", a.shape, a.Size())
 	}
-	c := AsType(a, Float64)
+	switch a.dtype {
+	case Bool:
+		return item(a, func(v bool) float64 {
+			if v {
+				return 1
+			}
+			return 0
+		})
+	case Uint8:
+		return item(a, func(v uint8) float64 { return float64(v) })
+	case Uint32:
+		return item(a, func(v uint32) float64 { return float64(v) })
+	case Uint64:
+		return item(a, func(v uint64) float64 { return float64(v) })
+	case Int8:
+		return item(a, func(v int8) float64 { return float64(v) })
+	case Int16:
+		return item(a, func(v int16) float64 { return float64(v) })
+	case Int32:
+		return item(a, func(v int32) float64 { return float64(v) })
+	case Int64:
+		return item(a, func(v int64) float64 { return float64(v) })
+	case Float32:
+		return item(a, func(v float32) float64 { return float64(v) })
+	case Float64:
+		return item(a, func(v float64) float64 { return v })
+	case Uint16:
+		return item(a, func(v uint16) float64 { return float64(v) })
+	case Float16:
+		return item(a, func(v uint16) float64 { return float64(Float16ToFloat32(v)) })
+	case BFloat16:
+		return item(a, func(v uint16) float64 { return float64(BFloat16ToFloat32(v)) })
+	}
+	c := AsType(a, Float64) // complex64: MLX's cast keeps the real part
 	defer c.Free()
-	v, err := ToSlice[float64](c)
+	return item(c, func(v float64) float64 { return v })
+}
+
+func item[T Element](a *Array, conv func(T) float64) (float64, error) {
+	v, err := ToSlice[T](a)
 	if err != nil {
 		return 0, err
 	}
-	return v[0], nil
+	return conv(v[0]), nil
 }
