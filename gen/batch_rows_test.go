@@ -219,3 +219,72 @@ func TestBatchUnseededFollowsGlobalSeed(t *testing.T) {
 		t.Fatalf("two unseeded rows with one prompt drew the same tokens %v", a[0])
 	}
 }
+
+// failingRows is the fake model with ForwardRows made of per-row Forward
+// calls, or an error once fail is set.
+type failingRows struct {
+	*fakeModel
+	fail bool
+}
+
+func (f *failingRows) ForwardRows(tokens *mlx.Array, rows [][]kv.Cache) *mlx.Array {
+	if f.fail {
+		return mlx.ErrorArray(errors.New("the accelerator fell over"))
+	}
+	outs := make([]*mlx.Array, len(rows))
+	for r := range rows {
+		outs[r] = f.Forward(mlx.Slice(tokens, []int{r, 0}, []int{r + 1, 1}), rows[r])
+	}
+	return mlx.Concatenate(outs, 0)
+}
+
+// TestBatchModelFailureEndsAllRows: a failed decode step ends every row,
+// decoding or still waiting, with that error, and Step returns it.
+func TestBatchModelFailureEndsAllRows(t *testing.T) {
+	mlxtest.Need(t)
+	var (
+		stepErr error
+		ended   []error
+		left    int
+	)
+	err := mlx.Do(func() error {
+		f := &failingRows{fakeModel: newFakeModel(fakeVocab, 64, 3)}
+		defer f.free()
+		b := NewBatch(f)
+		add := func(n int) error {
+			return b.Add(Row{Prompt: seq(n), Options: Options{MaxTokens: 100, VocabSize: fakeVocab},
+				Done: func(_ Stats, c []kv.Cache, err error) { ended = append(ended, err); kv.FreeAll(c) }})
+		}
+		for _, n := range []int{5, 8} {
+			if err := add(n); err != nil {
+				return err
+			}
+		}
+		for b.Decoding() < 2 {
+			if err := b.Step(); err != nil {
+				return err
+			}
+		}
+		if err := b.Step(); err != nil { // one batched step that works
+			return err
+		}
+		if err := add(30); err != nil {
+			return err
+		}
+		f.fail = true
+		stepErr = b.Step()
+		left = b.Len()
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stepErr == nil || left != 0 || len(ended) != 3 {
+		t.Fatalf("Step gave %v with %d rows left and %d ended; want an error, 0 and 3", stepErr, left, len(ended))
+	}
+	for _, e := range ended {
+		if e == nil || e.Error() != stepErr.Error() {
+			t.Fatalf("a row ended with %v, want Step's error %v", e, stepErr)
+		}
+	}
+}
