@@ -217,40 +217,57 @@ func TestBatchDisconnectModel(t *testing.T) {
 
 // TestBatchPromptCache: under batching, the second turn of a chat is served
 // from the prompt cache (cached tokens reported) and gives the same greedy
-// text as a serial server without a prompt cache.
+// text as a serial server without a prompt cache. The batched server's
+// context is exactly the second turn's prompt plus max_tokens, so the cached
+// tokens must be counted once against it, not twice.
 func TestBatchPromptCache(t *testing.T) {
 	m, tk := smollm2(t)
+	plain, _ := startServer(t, Config{Model: NewMLXModel(m, tk, "smollm2", "test", 0)})
+	type reply struct {
+		Choices []struct{ Message struct{ Content string } }
+		Usage   struct {
+			PromptTokens        int `json:"prompt_tokens"`
+			PromptTokensDetails struct {
+				CachedTokens int `json:"cached_tokens"`
+			} `json:"prompt_tokens_details"`
+		}
+	}
+	ask := func(url, body string) reply {
+		t.Helper()
+		status, _, b := post(t, url+"/v1/chat/completions", body)
+		if status != 200 {
+			t.Fatalf("%s: %d %s", body, status, b)
+		}
+		var r reply
+		if err := json.Unmarshal(b, &r); err != nil || len(r.Choices) != 1 {
+			t.Fatalf("cannot decode %s: %v", b, err)
+		}
+		return r
+	}
+	turn1 := `{"messages":[{"role":"user","content":"Say hi"}],"max_tokens":4,"temperature":0}`
+	first := ask(plain, turn1)
+	said, _ := json.Marshal(first.Choices[0].Message.Content)
+	turn2 := `{"messages":[{"role":"user","content":"Say hi"},{"role":"assistant","content":` + string(said) + `},{"role":"user","content":"Again"}],"max_tokens":4,"temperature":0}`
+	want := ask(plain, turn2)
+
 	bm, err := WithBatch(NewMLXModel(m, tk, "smollm2", "test", 64<<20), 8)
 	if err != nil {
 		t.Fatal(err)
 	}
+	bm.ContextLength = want.Usage.PromptTokens + 4
 	cached, _ := startServer(t, Config{Model: bm})
-	plain, _ := startServer(t, Config{Model: NewMLXModel(m, tk, "smollm2", "test", 0)})
-
-	turn1 := `{"messages":[{"role":"user","content":"Say hi"}],"max_tokens":4,"temperature":0}`
-	status, _, b := post(t, cached+"/v1/chat/completions", turn1)
-	if status != 200 {
-		t.Fatalf("turn 1: %d %s", status, b)
+	if got := ask(cached, turn1); got.Choices[0].Message.Content != first.Choices[0].Message.Content {
+		t.Fatalf("first turn: batched %q, serial %q", got.Choices[0].Message.Content, first.Choices[0].Message.Content)
 	}
-	var r1 chatReply
-	json.Unmarshal(b, &r1)
-	reply, _ := json.Marshal(r1.Choices[0].Message.Content)
-	turn2 := `{"messages":[{"role":"user","content":"Say hi"},{"role":"assistant","content":` + string(reply) + `},{"role":"user","content":"Again"}],"max_tokens":4,"temperature":0}`
-	results := map[string]chatReply{}
-	for name, url := range map[string]string{"batched, cached": cached, "serial, plain": plain} {
-		status, _, b := post(t, url+"/v1/chat/completions", turn2)
-		if status != 200 {
-			t.Fatalf("turn 2 (%s): %d %s", name, status, b)
-		}
-		var r chatReply
-		json.Unmarshal(b, &r)
-		results[name] = r
-	}
-	if n := results["batched, cached"].Usage.PromptTokensDetails.CachedTokens; n < 10 {
+	got := ask(cached, turn2)
+	if n := got.Usage.PromptTokensDetails.CachedTokens; n < 10 {
 		t.Errorf("second turn served %d tokens from the cache, want the first turn's prompt (>= 10)", n)
 	}
-	if a, b := results["batched, cached"].Choices[0].Message.Content, results["serial, plain"].Choices[0].Message.Content; a != b || a == "" {
+	if a, b := got.Choices[0].Message.Content, want.Choices[0].Message.Content; a != b || a == "" {
 		t.Errorf("greedy second turn differs: batched with cache %q, serial without %q", a, b)
+	}
+	if got.Usage.PromptTokens != want.Usage.PromptTokens {
+		t.Errorf("prompt tokens %d, want %d (cached ones included)", got.Usage.PromptTokens, want.Usage.PromptTokens)
 	}
 }
 

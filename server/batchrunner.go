@@ -50,8 +50,8 @@ func (r *MLXRunner) Add(ctx context.Context, prompt []int32, o gen.Options, seed
 		if r.Cache != nil {
 			caches, res.CachedTokens = r.Cache.take(prompt)
 		}
-		// The context check must count the cached tokens too.
-		o.ContextLength = max(0, o.ContextLength-res.CachedTokens)
+		// o.ContextLength stays whole: gen.Batch counts the tokens the
+		// caches hold against it (Run subtracts them, gen.Generate cannot).
 		var out []int32
 		row := gen.Row{
 			Ctx: ctx, Prompt: prompt[res.CachedTokens:], Caches: caches, Options: o, Seed: seed,
