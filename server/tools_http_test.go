@@ -277,25 +277,9 @@ func TestThinkingKwargs(t *testing.T) {
 // (as reasoning-only models' do) starts the reply in reasoning, so text
 // before the model's </think> is reasoning_content, streamed or not.
 func TestPromptEndsInsideThink(t *testing.T) {
-	src := testenv.DataFile(t, "tokenizers/qwen3")
-	dir := t.TempDir()
-	data, err := os.ReadFile(filepath.Join(src, "tokenizer.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(dir, "tokenizer.json"), data, 0o644)
-	var cfg map[string]any
-	data, _ = os.ReadFile(filepath.Join(src, "tokenizer_config.json"))
-	if err := json.Unmarshal(data, &cfg); err != nil {
-		t.Fatal(err)
-	}
-	cfg["chat_template"] = cfg["chat_template"].(string) + "{%- if add_generation_prompt %}{{- '<think>\\n' }}{%- endif %}"
-	data, _ = json.Marshal(cfg)
-	os.WriteFile(filepath.Join(dir, "tokenizer_config.json"), data, 0o644)
-	tk, err := tok.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tk := qwenVariant(t, nil, func(cfg map[string]any) {
+		cfg["chat_template"] = cfg["chat_template"].(string) + "{%- if add_generation_prompt %}{{- '<think>\\n' }}{%- endif %}"
+	})
 	ids, _ := tk.Encode("Hmm, colours.\n</think>\n\nBlue.", false)
 	url, _ := startServer(t, Config{Model: Model{Tokenizer: tk, Runner: &scriptRunner{script: ids}}})
 
@@ -334,6 +318,61 @@ func TestToolsRefusedSmolLM2(t *testing.T) {
 	url, _ := startServer(t, Config{Model: Model{Tokenizer: tk}})
 	status, _, b := post(t, url+"/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"tools":`+weatherTool+`}`)
 	if status != 400 || !strings.Contains(string(b), `"param":"tools"`) || !strings.Contains(string(b), "no tool-call format") {
+		t.Errorf("status %d: %s", status, b)
+	}
+}
+
+// qwenVariant loads Qwen3's tokenizer with edits to tokenizer.json and
+// tokenizer_config.json (nil: unchanged).
+func qwenVariant(t *testing.T, editTok, editCfg func(map[string]any)) *tok.Tokenizer {
+	t.Helper()
+	src := testenv.DataFile(t, "tokenizers/qwen3")
+	dir := t.TempDir()
+	for name, edit := range map[string]func(map[string]any){"tokenizer.json": editTok, "tokenizer_config.json": editCfg} {
+		data, err := os.ReadFile(filepath.Join(src, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if edit != nil {
+			var v map[string]any
+			if err := json.Unmarshal(data, &v); err != nil {
+				t.Fatal(err)
+			}
+			edit(v)
+			data, _ = json.Marshal(v)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tk, err := tok.Load(dir)
+	if err != nil {
+		t.Fatalf("cannot load the edited tokenizer: %v", err)
+	}
+	return tk
+}
+
+// TestSpecialThinkTokens: where <think> and </think> are special tokens,
+// the reply is decoded with special tokens so that the split still sees
+// them (mlx-lm's detokenizers always decode special tokens).
+func TestSpecialThinkTokens(t *testing.T) {
+	tk := qwenVariant(t, func(v map[string]any) {
+		for _, a := range v["added_tokens"].([]any) {
+			if m := a.(map[string]any); m["content"] == "<think>" || m["content"] == "</think>" {
+				m["special"] = true
+			}
+		}
+	}, nil)
+	id, _ := tk.TokenToID("<think>")
+	if !tk.IsSpecial(id) {
+		t.Fatal("the edit did not make <think> special")
+	}
+	ids, _ := tk.Encode("<think>plan</think>Blue.", false)
+	url, _ := startServer(t, Config{Model: Model{Tokenizer: tk, Runner: &scriptRunner{script: ids}}})
+	status, _, b := post(t, url+"/v1/chat/completions", `{"messages":[{"role":"user","content":"Colour?"}]}`)
+	var r toolReply
+	json.Unmarshal(b, &r)
+	if status != 200 || r.Choices[0].Message.ReasoningContent != "plan" || *r.Choices[0].Message.Content != "Blue." {
 		t.Errorf("status %d: %s", status, b)
 	}
 }
