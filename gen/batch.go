@@ -29,7 +29,8 @@ type Row struct {
 	// Ctx cancelled ends the row at the next Step with Ctx's error; its
 	// caches are handed back through Done. Nil: never cancelled.
 	Ctx context.Context
-	// Prompt is the tokens to run after whatever Caches already hold.
+	// Prompt is the tokens to run after whatever Caches already hold; at
+	// least one, since the last prompt token's logits give the first token.
 	Prompt []int32
 	// Caches already hold a prefix (from a prompt cache); nil: fresh ones
 	// from the model's NewCaches(Options.KV).
@@ -38,8 +39,10 @@ type Row struct {
 	// them): the repetition, presence and frequency penalties read them as
 	// Generate would have read them from the whole prompt.
 	PrefixTokens []int32
-	// Options as for Generate. KV quantization (KV.KVBits > 0) is refused:
-	// a quantized cache's attention reads different bits than the batch's.
+	// Options as for Generate, Logprobs and TopLogprobs included. KV
+	// quantization (KV.KVBits > 0) is refused: generate_step swaps a row's
+	// caches for quantized ones mid-generation, which the batch's decode
+	// step does not do (yet).
 	Options Options
 	// Seed, when set, gives the row the draws mlx.Seed(*Seed) followed by
 	// Generate would make; nil takes a fresh key from MLX's global random
@@ -48,12 +51,14 @@ type Row struct {
 	// Emit gets each generated token; ErrStop ends the row (finish "stop"),
 	// another error ends it with that error. Nil: tokens are dropped.
 	Emit func(tok int32) error
-	// Done is called exactly once, when the row ends, with its figures, its
-	// caches (the caller's now: keep them or kv.FreeAll them) and nil for an
-	// EOS, a stop or a length finish. The caches hold the first Offset()
-	// tokens of prefix+Prompt+emitted tokens: every emitted token but a last
-	// one that was never fed back (the sampled EOS is never held). Nil: the
-	// caches are freed.
+	// Done is called exactly once, when the row ends, with its figures
+	// (PromptTokens counts Prompt, not the prefix), its caches (the
+	// caller's now: keep them or kv.FreeAll them) and nil for an EOS, a stop
+	// or a length finish. The caches hold the first Offset() tokens of
+	// prefix + Prompt + emitted tokens: after an EOS every emitted token
+	// (the EOS itself is never fed); after any other end all but the last
+	// emitted one, which was sampled and never fed back. Nil: the caches
+	// are freed.
 	Done func(st Stats, caches []kv.Cache, err error)
 }
 
