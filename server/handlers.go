@@ -56,11 +56,16 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, decode func([]
 	}
 	rs := s.newResponse(p)
 	if p.logprobs {
+		// Collected on the engine goroutine, formatted here as text is sent.
 		rs.lps = &logprobLog{}
-		rs.legacy = &legacyLogprobs{t: t, top: p.topLogprobs}
 		o.Logprobs, o.TopLogprobs = rs.lps.add, p.topLogprobs
+		if !p.chat {
+			rs.legacy = &legacyLogprobs{t: t, top: p.topLogprobs}
+		}
 	}
 	if p.chat {
+		// Chat text is split into content, reasoning and tool calls;
+		// completions return the raw text, markers and all, as mlx-lm does.
 		rs.route = newRouter(feat.think, feat.parsedTools(p), p.tools.defs, feat.think.initialState(ids))
 	}
 	ctx := r.Context()
