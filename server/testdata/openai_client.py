@@ -75,6 +75,18 @@ raises("bad key -> AuthenticationError", openai.AuthenticationError,
 raises("unknown route -> NotFoundError", openai.NotFoundError,
        lambda: client.get("/nothing", cast_to=object))
 
+# Log-probabilities (greedy: the chosen token is the most likely) and the
+# frequency penalty, on the real model.
+r = client.chat.completions.create(model="smollm2", messages=MSG, max_tokens=3, logprobs=True, top_logprobs=2,
+                                   frequency_penalty=0.5)
+lp = r.choices[0].logprobs.content
+check("chat logprobs", len(lp) == r.usage.completion_tokens and "".join(e.token for e in lp) == r.choices[0].message.content
+      and all(e.logprob <= 0 and e.top_logprobs[0].token == e.token for e in lp), repr(lp))
+r = client.completions.create(model="smollm2", prompt="1, 2, 3, 4,", max_tokens=3, logprobs=2)
+l = r.choices[0].logprobs
+check("completion logprobs", "".join(l.tokens) == r.choices[0].text and len(l.token_logprobs) == 3
+      and all(len(t) == 2 for t in l.top_logprobs), repr(l))
+
 models = client.models.list()
 check("models list", models.data[0].id == "smollm2" and models.data[0].model_extra["x_mlxgo"]["artifact_fingerprint"] != "")
 print("all openai client checks passed")
