@@ -67,6 +67,9 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, decode func([]
 		// Chat text is split into content, reasoning and tool calls;
 		// completions return the raw text, markers and all, as mlx-lm does.
 		rs.route = newRouter(feat.think, feat.parsedTools(p), p.tools.defs, feat.think.initialState(ids))
+		rs.features = describeFeatures(p, feat.think, feat.parsedTools(p))
+	} else {
+		rs.features = describeFeatures(p, nil, nil)
 	}
 	ctx := r.Context()
 	if s.cfg.RequestTimeout > 0 {

@@ -22,7 +22,10 @@ type Composition struct {
 	BatchRows           int    `json:"batch_rows"`    // rows decoding at admission
 	CachedPromptTokens  int    `json:"cached_tokens"` // prompt tokens from the prompt cache
 	Sampling            string `json:"sampling"`      // the resolved sampler and processors
-	FidelityContract    string `json:"fidelity_contract"`
+	// RequestFeatures are the output features in effect: the tool-call
+	// format read, the reasoning split, log-probabilities ("" when none).
+	RequestFeatures  string `json:"request_features,omitempty"`
+	FidelityContract string `json:"fidelity_contract"`
 }
 
 type usage struct {
@@ -49,6 +52,25 @@ type response struct {
 	lps    *logprobLog     // nil: no log-probabilities asked for
 	legacy *legacyLogprobs // completions' logprobs shape
 	calls  int             // tool calls sent so far (a stream's delta index)
+	// features describes the resolved output features for x_mlxgo.
+	features string
+}
+
+// describeFeatures records the output features resolved for a request:
+// the tool-call format (mlx-lm's parser name) and the reasoning markers
+// its text is routed by, and the log-probabilities asked for.
+func describeFeatures(p *params, think *thinkMarkers, tools *toolFormat) string {
+	var f []string
+	if tools != nil {
+		f = append(f, fmt.Sprintf("tool_calls=%s tools=%d", tools.name, len(p.tools.tools)))
+	}
+	if think != nil && p.chat {
+		f = append(f, "reasoning_split="+think.start+"..."+think.end)
+	}
+	if p.logprobs {
+		f = append(f, fmt.Sprintf("logprobs top=%d", p.topLogprobs))
+	}
+	return strings.Join(f, " ")
 }
 
 func (s *Server) newResponse(p *params) *response {
@@ -80,6 +102,7 @@ func (r *response) composition(res Result) Composition {
 	}
 	c.CachedPromptTokens = res.CachedTokens
 	c.Sampling = describeSampling(r.p)
+	c.RequestFeatures = r.features
 	return c
 }
 

@@ -122,6 +122,13 @@ func TestToolCallRoundTrip(t *testing.T) {
 	if c.Message.ReasoningContent != "\nI need the weather tool.\n" {
 		t.Errorf("reasoning %q", c.Message.ReasoningContent)
 	}
+	var comp struct {
+		X Composition `json:"x_mlxgo"`
+	}
+	json.Unmarshal(b, &comp)
+	if comp.X.RequestFeatures != "tool_calls=json_tools tools=1 reasoning_split=<think>...</think>" {
+		t.Errorf("x_mlxgo request_features %q", comp.X.RequestFeatures)
+	}
 	if !strings.Contains(runner.prompts[0], `"name": "get_weather"`) {
 		t.Errorf("the template was not given the tools: %q", runner.prompts[0])
 	}
