@@ -375,3 +375,30 @@ func postNoFatal(url, body string) (int, http.Header, []byte) {
 	}
 	return resp.StatusCode, resp.Header, []byte(b.String())
 }
+
+// TestBatchRequestTimeout: a row past --request-timeout is a 504 and ends at
+// the engine's next step (its row freed); a quick one is unaffected.
+func TestBatchRequestTimeout(t *testing.T) {
+	tk := testTokenizer(t)
+	ids, _ := tk.Encode(strings.Repeat("word ", 100), false)
+	fake := &fakeBatch{script: ids, max: 2, delay: 5 * time.Millisecond}
+	url, _ := startServer(t, Config{MaxTokens: 100, RequestTimeout: 150 * time.Millisecond,
+		Model: Model{Tokenizer: tk, Runner: fake, ContextLength: 4096}})
+	for _, tc := range []struct {
+		name, body string
+		status     int
+	}{
+		{"past the timeout", `{"prompt":"slow"}`, http.StatusGatewayTimeout},
+		{"within it", `{"prompt":"quick","max_tokens":3}`, http.StatusOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if status, _, b := postNoFatal(url+"/v1/completions", tc.body); status != tc.status {
+				t.Errorf("status %d, want %d: %s", status, tc.status, b)
+			}
+		})
+	}
+	waitFor(t, func() bool { return fake.Rows() == 0 })
+	if log := strings.Join(fake.events(), "\n"); !strings.Contains(log, "deadline exceeded") {
+		t.Errorf("no row ended by its deadline:\n%s", log)
+	}
+}
