@@ -338,9 +338,14 @@ func TestEmbeddingsRoutesByModelKind(t *testing.T) {
 	if status, _, b := post(t, url+"/v1/embeddings", `{"input":"a"}`); status != 200 {
 		t.Fatalf("embeddings on an embedding-only server: %d %s", status, b)
 	}
-	status, _, b := post(t, url+"/v1/completions", `{"prompt":"hi","max_tokens":2}`)
-	if status != 404 || !strings.Contains(string(b), "minilm is an embedding model") {
-		t.Fatalf("completions on an embedding-only server: %d %s, want 404 naming the model", status, b)
+	for _, c := range []struct{ path, body string }{
+		{"/v1/completions", `{"prompt":"hi","max_tokens":2}`},
+		{"/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}]}`},
+	} {
+		status, _, b := post(t, url+c.path, c.body)
+		if status != 404 || !strings.Contains(string(b), "minilm is an embedding model") {
+			t.Fatalf("%s on an embedding-only server: %d %s, want 404 naming the model", c.path, status, b)
+		}
 	}
 }
 

@@ -28,6 +28,12 @@ func (s *Server) handleCompletion(w http.ResponseWriter, r *http.Request) {
 // complete is both completion endpoints: decode, tokenize, check the
 // context, queue, then answer in one body or as a stream.
 func (s *Server) complete(w http.ResponseWriter, r *http.Request, decode func([]byte) (*params, error)) {
+	if e, ok := s.cfg.Model.Runner.(EmbeddingOnlyRunner); ok {
+		// Before anything else: a template or tokenizer complaint would
+		// hide that this model does not generate at all.
+		writeError(w, NotChatModel(e.ID))
+		return
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
 	if err != nil {
 		writeError(w, err)
