@@ -19,9 +19,11 @@ type Detokenizer struct {
 	t           *Tokenizer
 	skipSpecial bool
 	ids         []int32 // all ids so far
-	emitted     string  // Decode(ids[:done]) as returned so far (a prefix of the full text)
-	done        int     // ids fully represented in emitted
-	context     int     // where the window starts: the emission point before done
+	// emitted is Decode(ids[:done]) as returned so far (a prefix of the full
+	// text); a Builder because += would copy all of it for every token.
+	emitted strings.Builder
+	done    int // ids fully represented in emitted
+	context int // where the window starts: the emission point before done
 }
 
 // NewDetokenizer starts a stream; skipSpecial drops special tokens as Decode does.
@@ -40,7 +42,7 @@ func (d *Detokenizer) Next(id int32) string {
 func (d *Detokenizer) Flush() string { return d.advance(true) }
 
 // Text is everything emitted so far.
-func (d *Detokenizer) Text() string { return d.emitted }
+func (d *Detokenizer) Text() string { return d.emitted.String() }
 
 func (d *Detokenizer) advance(final bool) string {
 	if d.done == len(d.ids) {
@@ -58,7 +60,7 @@ func (d *Detokenizer) advance(final bool) string {
 	if !final && (tail == "" || strings.HasSuffix(tail, "\uFFFD")) {
 		return ""
 	}
-	d.emitted += tail
+	d.emitted.WriteString(tail)
 	d.context, d.done = d.done, len(d.ids)
 	return tail
 }
@@ -66,11 +68,12 @@ func (d *Detokenizer) advance(final bool) string {
 // resync decodes every id and emits what extends the text already returned.
 func (d *Detokenizer) resync(final bool) string {
 	full := d.t.Decode(d.ids, d.skipSpecial)
-	if !strings.HasPrefix(full, d.emitted) || !final && strings.HasSuffix(full, "\uFFFD") {
+	emitted := d.emitted.String()
+	if !strings.HasPrefix(full, emitted) || !final && strings.HasSuffix(full, "\uFFFD") {
 		return ""
 	}
-	tail := full[len(d.emitted):]
-	d.emitted = full
+	tail := full[len(emitted):]
+	d.emitted.WriteString(tail)
 	d.context, d.done = d.done, len(d.ids)
 	return tail
 }
