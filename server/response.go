@@ -19,7 +19,7 @@ type Composition struct {
 	WeightScheme        string `json:"weight_scheme"` // activation dtype and quantization
 	KVScheme            string `json:"kv_scheme"`     // KV cache dtype and quantization
 	Scheduling          string `json:"scheduling"`    // serial or continuous
-	BatchRows           int    `json:"batch_rows"`    // rows decoding at admission
+	BatchRows           int    `json:"batch_rows"`    // rows in the batch at admission (prefilling or decoding), itself included
 	CachedPromptTokens  int    `json:"cached_tokens"` // prompt tokens from the prompt cache
 	Sampling            string `json:"sampling"`      // the resolved sampler and processors
 	// RequestFeatures are the output features in effect: the tool-call

@@ -4,9 +4,10 @@
 // and the engine that runs completion executions.
 //
 // Handlers never touch MLX. They validate, tokenize and submit jobs to the
-// engine, whose one goroutine calls the Runner (MLXRunner wraps gen.Generate
-// and the prompt cache on the MLX executor). The scheduling mechanism is
-// serial (one row at a time, --batch 1) in this version.
+// engine, whose one goroutine owns the model. The scheduling mechanism is
+// serial (--batch 1: one request at a time through Runner, gen.Generate) or
+// continuous batching (--batch N: up to N rows through BatchRunner, over
+// gen.Batch); both go through the prompt cache on the MLX executor.
 package server
 
 import (
