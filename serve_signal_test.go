@@ -119,27 +119,29 @@ func TestServeSIGTERMDrains(t *testing.T) {
 		}
 	}
 
-	t.Run("drain", func(t *testing.T) {
-		cmd, base, log := startServe(t, bin, "-m", gguf, "--shutdown-grace", "60s")
-		resp, r := stream(base, "6")
-		defer resp.Body.Close()
-		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-			t.Fatal(err)
-		}
-		rest, err := io.ReadAll(r)
-		if err != nil {
-			t.Fatalf("the in-flight stream broke after SIGTERM: %v", err)
-		}
-		if !strings.Contains(string(rest), "data: [DONE]") || !strings.Contains(string(rest), `"finish_reason":"`) {
-			t.Fatalf("the in-flight stream did not finish after SIGTERM:\n%s", rest)
-		}
-		if code := waitExit(t, cmd, 30*time.Second); code != 0 {
-			t.Fatalf("exit %d after SIGTERM, want 0; stderr:\n%s", code, log.String())
-		}
-		if _, err := http.Get(base + "/health"); err == nil {
-			t.Fatal("the server still accepts connections after it exited")
-		}
-	})
+	for _, batch := range []string{"1", "8"} {
+		t.Run("drain batch "+batch, func(t *testing.T) {
+			cmd, base, log := startServe(t, bin, "-m", gguf, "--shutdown-grace", "60s", "--batch", batch)
+			resp, r := stream(base, "6")
+			defer resp.Body.Close()
+			if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			rest, err := io.ReadAll(r)
+			if err != nil {
+				t.Fatalf("the in-flight stream broke after SIGTERM: %v", err)
+			}
+			if !strings.Contains(string(rest), "data: [DONE]") || !strings.Contains(string(rest), `"finish_reason":"`) {
+				t.Fatalf("the in-flight stream did not finish after SIGTERM:\n%s", rest)
+			}
+			if code := waitExit(t, cmd, 30*time.Second); code != 0 {
+				t.Fatalf("exit %d after SIGTERM, want 0; stderr:\n%s", code, log.String())
+			}
+			if _, err := http.Get(base + "/health"); err == nil {
+				t.Fatal("the server still accepts connections after it exited")
+			}
+		})
+	}
 
 	t.Run("grace over", func(t *testing.T) {
 		cmd, base, log := startServe(t, bin, "-m", gguf, "--shutdown-grace", "1s")
