@@ -150,7 +150,9 @@ func scenario(vocab int, sample bool) []batchSpec {
 	}
 	specs[2].o.PrefillStepSize = 8
 	specs[6].o.PrefillStepSize = 10
-	specs[7].o.Processors = ProcessorOptions{RepetitionPenalty: 1.3, RepetitionContextSize: 8, PresencePenalty: 0.5}
+	specs[7].o.Processors = ProcessorOptions{RepetitionPenalty: 1.3, RepetitionContextSize: 8, PresencePenalty: 0.5, FrequencyPenalty: 0.4,
+		LogitBias: map[int32]float32{7: 2, 100: -1}}
+	specs[6].o.Processors = ProcessorOptions{FrequencyPenalty: 0.7, FrequencyContextSize: 30} // reads the prefix tokens
 	return specs
 }
 
