@@ -72,7 +72,17 @@ def stream_completion(base: str, model: str, prompt: str, max_tokens: int) -> di
     chunks = 0
     usage = None
     text = []
-    with urllib.request.urlopen(req, timeout=3600) as r:
+    for attempt in range(5):
+        try:
+            r = urllib.request.urlopen(req, timeout=3600)
+            break
+        except (ConnectionResetError, ConnectionRefusedError):
+            # http.server's listen backlog is 5: a burst of 16 connects can be
+            # reset before the server accepts; retrying is what a client does.
+            if attempt == 4:
+                raise
+            time.sleep(0.05 * (attempt + 1))
+    with r:
         for raw in r:
             line = raw.decode().strip()
             if not line.startswith("data:"):
