@@ -304,14 +304,7 @@ func TestBatchShutdown(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ln, err := netListen(t)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() { done <- s.Serve(ctx, ln, nil) }()
-			url := "http://" + ln.Addr().String()
+			url, stop := runServer(t, s)
 			bodies := make(chan string, 2)
 			for _, p := range []string{"a", "b"} {
 				go func() {
@@ -321,8 +314,7 @@ func TestBatchShutdown(t *testing.T) {
 			}
 			waitFor(t, func() bool { return fake.Rows() == 2 })
 			start := time.Now()
-			cancel()
-			if err := <-done; err != nil {
+			if err := stop(); err != nil {
 				t.Fatalf("Serve: %v", err)
 			}
 			if took := time.Since(start); took > tc.grace+2*time.Second {

@@ -114,18 +114,9 @@ func startServer(t testing.TB, cfg Config) (url string, s *Server) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	ready := make(chan string, 1)
-	go func() { done <- s.Serve(ctx, ln, func(u string) { ready <- u }) }()
-	url = <-ready
+	url, stop := runServer(t, s)
 	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
+		if err := stop(); err != nil {
 			t.Errorf("Serve returned %v", err)
 		}
 	})
@@ -190,7 +181,21 @@ func decodeJSON(t testing.TB, b []byte) map[string]any {
 	return v
 }
 
-func netListen(t testing.TB) (net.Listener, error) {
+// runServer serves s on a loopback port until stop, which cancels Serve's
+// context (a signal, as far as the server knows) and returns Serve's error.
+func runServer(t testing.TB, s *Server) (url string, stop func() error) {
 	t.Helper()
-	return net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	ready := make(chan string, 1)
+	go func() { done <- s.Serve(ctx, ln, func(u string) { ready <- u }) }()
+	url = <-ready
+	return url, func() error {
+		cancel()
+		return <-done
+	}
 }

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -272,14 +271,7 @@ func TestShutdownDrains(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := netListen(t)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx, ln, nil) }()
-	url := "http://" + ln.Addr().String()
+	url, stop := runServer(t, s)
 	got := make(chan string, 1)
 	go func() {
 		_, _, b := post(t, url+"/v1/completions", `{"prompt":"hi"}`)
@@ -294,8 +286,7 @@ func TestShutdownDrains(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	cancel()
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Fatalf("Serve: %v", err)
 	}
 	if b := <-got; !strings.Contains(b, `"finish_reason":"stop"`) || !strings.Contains(b, "END of the script") {
