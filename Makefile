@@ -148,12 +148,13 @@ bench: venv build native-install
 # server start to ready, TTFT and decode tok/s at concurrency 1, aggregate tok/s at 4 and 16,
 # and mlxgo serve's single-stream overhead against mlxgo generate (server/testdata/bench_serve.py).
 SERVE_ROUNDS ?= 2
-SERVE_TOKENS ?= 32
+SERVE_TOKENS ?= 16
+SERVE_PROMPT ?= 32
 SERVE_BATCH  ?= 16
 bench-serve: venv build native-install
 	test -f $(BENCH_MODEL)/config.json || $(MAKE) oracle
 	$(PY) server/testdata/bench_serve.py --model $(BENCH_MODEL) --rounds $(SERVE_ROUNDS) \
-	  --max-tokens $(SERVE_TOKENS) --batch $(SERVE_BATCH) --json $(CACHE)/bench/serve-$(notdir $(BENCH_MODEL)).json
+	  --max-tokens $(SERVE_TOKENS) --prompt-tokens $(SERVE_PROMPT) --batch $(SERVE_BATCH) --json $(CACHE)/bench/serve-$(notdir $(BENCH_MODEL)).json
 
 # Every fuzz target in the tree, FUZZTIME each; new crashers land in the package's
 # testdata/fuzz/ and become regression tests in `make test`.
