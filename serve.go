@@ -148,22 +148,22 @@ func (c *serveCommand) Run(ctx context.Context, args []string) error {
 			return err
 		}
 	}
+	if emb != nil {
+		id += " and " + emb.ID
+	}
+	return c.listen(ctx, f, sm, emb, id)
+}
+
+// listen serves model (and emb when not nil) with the flags' limits.
+func (c *serveCommand) listen(ctx context.Context, f *serveFlags, model server.Model, emb *server.Embeddings, id string) error {
 	srv, err := server.New(server.Config{
-		Model:     sm,
+		Model: model, Embeddings: emb,
 		MaxTokens: f.maxTokens, APIKey: f.apiKey, CORSOrigin: f.cors, MaxQueue: f.maxQueue,
 		RequestTimeout: f.timeout, ShutdownGrace: f.grace,
 	})
 	if err != nil {
 		return err
 	}
-	if emb != nil {
-		srv.SetEmbeddings(emb)
-		id += " and " + emb.ID
-	}
-	return c.listen(ctx, f, srv, id)
-}
-
-func (c *serveCommand) listen(ctx context.Context, f *serveFlags, srv *server.Server, id string) error {
 	ln, err := net.Listen("tcp", net.JoinHostPort(f.host, strconv.Itoa(f.port)))
 	if err != nil {
 		return fmt.Errorf("cannot listen on %s:%d: %w", f.host, f.port, err)
@@ -204,15 +204,7 @@ func (c *serveCommand) serveEmbeddingsOnly(ctx context.Context, f *serveFlags, p
 	if err != nil {
 		return fmt.Errorf("cannot load the tokenizer of %s: %w", path, err)
 	}
-	srv, err := server.New(server.Config{
-		Model: server.Model{ID: emb.ID, Tokenizer: t, ContextLength: emb.Model.MaxLen, Fingerprint: emb.Fingerprint,
-			Composition: emb.Composition, Runner: server.EmbeddingOnlyRunner{ID: emb.ID}},
-		MaxTokens: f.maxTokens, APIKey: f.apiKey, CORSOrigin: f.cors, MaxQueue: f.maxQueue,
-		RequestTimeout: f.timeout, ShutdownGrace: f.grace,
-	})
-	if err != nil {
-		return err
-	}
-	srv.SetEmbeddings(emb)
-	return c.listen(ctx, f, srv, emb.ID)
+	model := server.Model{ID: emb.ID, Tokenizer: t, ContextLength: emb.Model.MaxLen, Fingerprint: emb.Fingerprint,
+		Composition: emb.Composition, Runner: server.EmbeddingOnlyRunner{ID: emb.ID}}
+	return c.listen(ctx, f, model, emb, emb.ID)
 }

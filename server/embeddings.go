@@ -83,25 +83,7 @@ func embeddingFiles(dir string) []string {
 	return files
 }
 
-// embeddingsOf holds each server's embedding model. It stands in for a
-// Config field (see SetEmbeddings) until server.go grows one.
-var embeddingsOf sync.Map // *Server -> *Embeddings
-
-// SetEmbeddings makes s answer POST /v1/embeddings with e; call it before
-// Serve. Without it the route answers 404 naming the model.
-func (s *Server) SetEmbeddings(e *Embeddings) {
-	if e.BatchSize <= 0 {
-		e.BatchSize = 32
-	}
-	go e.Fingerprint() // hash the weights while the first requests come in
-	embeddingsOf.Store(s, e)
-}
-
-func (s *Server) embeddings() *Embeddings {
-	e, _ := embeddingsOf.Load(s)
-	em, _ := e.(*Embeddings)
-	return em
-}
+func (s *Server) embeddings() *Embeddings { return s.cfg.Embeddings }
 
 // NotChatModel is the error the completion endpoints give on a server
 // whose model is an embedding model. OpenAI answers a model used on the

@@ -243,8 +243,7 @@ func sameBits(a, b [][]float32) error {
 // and token-id inputs, and bad requests are 400s naming the field.
 func TestEmbeddingsEndpoint(t *testing.T) {
 	m, dir := miniLM(t)
-	url, srv := startServer(t, Config{})
-	srv.SetEmbeddings(NewEmbeddings(m, dir, "all-minilm-l6-v2", "test"))
+	url, _ := startServer(t, Config{Embeddings: NewEmbeddings(m, dir, "all-minilm-l6-v2", "test")})
 	texts := []string{"A cat sits on the mat.", "Ein Hund läuft durch den Park, schnell und fröhlich.", "短い文。", "ok"}
 	inputs := make([]embed.Input, len(texts))
 	var idLists [][]int32
@@ -333,8 +332,7 @@ func TestEmbeddingsRoutesByModelKind(t *testing.T) {
 	}
 	m, dir := miniLM(t)
 	e := NewEmbeddings(m, dir, "minilm", "test")
-	url, srv := startServer(t, Config{Model: Model{ID: e.ID, Runner: EmbeddingOnlyRunner{ID: e.ID}}})
-	srv.SetEmbeddings(e)
+	url, _ := startServer(t, Config{Model: Model{ID: e.ID, Runner: EmbeddingOnlyRunner{ID: e.ID}}, Embeddings: e})
 	if status, _, b := post(t, url+"/v1/embeddings", `{"input":"a"}`); status != 200 {
 		t.Fatalf("embeddings on an embedding-only server: %d %s", status, b)
 	}
@@ -370,8 +368,7 @@ func TestEmbeddingsMatryoshka(t *testing.T) {
 	if !e.Matryoshka {
 		t.Fatal("a qwen3 embedding model must allow dimensions")
 	}
-	url, srv := startServer(t, Config{})
-	srv.SetEmbeddings(e)
+	url, _ := startServer(t, Config{Embeddings: e})
 	full := direct(t, m, []embed.Input{{Text: "A cat sits."}})[0]
 	status, _, b := post(t, url+"/v1/embeddings", `{"input":"A cat sits.","dimensions":16}`)
 	if status != 200 {
@@ -404,8 +401,7 @@ func TestEmbeddingsOpenAIClient(t *testing.T) {
 		testenv.Missing(t, "the openai package in .venv", "make venv")
 	}
 	m, dir := miniLM(t)
-	url, srv := startServer(t, Config{APIKey: "test-key"})
-	srv.SetEmbeddings(NewEmbeddings(m, dir, "all-minilm-l6-v2", "test"))
+	url, _ := startServer(t, Config{APIKey: "test-key", Embeddings: NewEmbeddings(m, dir, "all-minilm-l6-v2", "test")})
 	texts := []string{"The quick brown fox.", "Une phrase en français.", "ok"}
 	inputs := make([]embed.Input, len(texts))
 	for i, s := range texts {
@@ -439,8 +435,7 @@ func TestEmbeddingsOpenAIClient(t *testing.T) {
 func TestEmbeddingsBesideGeneration(t *testing.T) {
 	lm, tk := smollm2(t)
 	m, dir := miniLM(t)
-	url, srv := startServer(t, Config{Model: NewMLXModel(lm, tk, "smollm2", "test", 0)})
-	srv.SetEmbeddings(NewEmbeddings(m, dir, "all-minilm-l6-v2", "test"))
+	url, _ := startServer(t, Config{Model: NewMLXModel(lm, tk, "smollm2", "test", 0), Embeddings: NewEmbeddings(m, dir, "all-minilm-l6-v2", "test")})
 	chatBody := `{"messages":[{"role":"user","content":"Count to five."}],"max_tokens":8}`
 	text := func() string {
 		status, b, err := postQuiet(url+"/v1/chat/completions", chatBody)

@@ -48,6 +48,8 @@ type Config struct {
 	RequestTimeout time.Duration // 0: none
 	MaxBodyBytes   int64         // 0: 4 MiB
 	ShutdownGrace  time.Duration // 0: 10 s
+	// Embeddings answers POST /v1/embeddings (nil: 404 naming the model).
+	Embeddings *Embeddings
 }
 
 // Server is the HTTP API over one model.
@@ -79,6 +81,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Model.ID == "" {
 		cfg.Model.ID = "mlxgo"
 	}
+	if e := cfg.Embeddings; e != nil && e.BatchSize <= 0 {
+		e.BatchSize = 32
+	}
 	fp := cfg.Model.Fingerprint
 	if fp == nil {
 		fp = func() (string, error) { return "", errors.New("no artifact fingerprint") }
@@ -93,6 +98,9 @@ func New(cfg Config) (*Server, error) {
 // returns nil. ready, if not nil, is called once the server accepts.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, ready func(url string)) error {
 	go s.fpOnce() // hash the weights while the first requests come in
+	if e := s.cfg.Embeddings; e != nil {
+		go e.Fingerprint()
+	}
 	go s.eng.run()
 	base, cancelAll := context.WithCancel(context.Background())
 	defer cancelAll()
