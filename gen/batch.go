@@ -231,12 +231,10 @@ func (b *Batch) prefill(r *batchRow) {
 		r.start = time.Now()
 	}
 	if len(r.pending) > 1 {
-		stepSize := r.Options.PrefillStepSize
-		if stepSize <= 0 {
-			stepSize = DefaultPrefillStepSize
-		}
-		n := min(stepSize, len(r.pending)-1)
-		if err := r.prefillChunk(r.pending[:n]); err != nil {
+		n := min(r.l.prefillStep(), len(r.pending)-1)
+		err := r.l.prefillChunk(r.pending[:n])
+		r.keepHistory()
+		if err != nil {
 			b.end(r, err)
 			return
 		}
@@ -257,21 +255,6 @@ func (b *Batch) prefill(r *batchRow) {
 	}
 	b.decoding = append(b.decoding, r)
 	b.accept(r, y, lp)
-}
-
-// prefillChunk is one iteration of loop.prefill.
-func (r *batchRow) prefillChunk(ids []int32) error {
-	s := mlx.NewScope()
-	defer s.Close()
-	n := len(ids)
-	chunk := mlx.FromSlice(ids, 1, n)
-	r.l.forward(chunk).Free()
-	if err := mlx.Eval(kv.States(r.l.caches)...); err != nil {
-		return fmt.Errorf("cannot prefill the prompt: %w", err)
-	}
-	r.l.remember(mlx.Reshape(chunk, n), s)
-	r.keepHistory()
-	return mlx.ClearCache()
 }
 
 // keepHistory takes the processors' token history out of the step's scopes:
@@ -343,28 +326,15 @@ func (b *Batch) decode() error {
 	return nil
 }
 
-// sampleRow is the part of loop.step after the model, for row i of a
-// batch's logits [B, 1, V]: processors over the row's history, log-softmax
-// and the row's sampler.
+// sampleRow is loop.choose for row i of a batch's logits [B, 1, V].
 func (r *batchRow) sampleRow(input, logits *mlx.Array, i int) (y, logprobs *mlx.Array, err error) {
 	s := mlx.NewScope()
 	defer s.Close()
 	v := logits.Dim(2)
 	row := mlx.Reshape(mlx.Slice(logits, []int{i, 0, 0}, []int{i + 1, 1, v}), 1, v)
-	if len(r.l.procs) > 0 {
-		r.l.remember(input, s)
-		for _, p := range r.l.procs {
-			row = p.Process(r.l.tokens, row)
-		}
-	}
-	logprobs = mlx.Subtract(row, mlx.LogSumExp(row, nil, true))
-	y = r.l.sampler.Sample(logprobs)
-	if err := y.Err(); err != nil {
-		return nil, nil, fmt.Errorf("cannot sample: %w", err)
-	}
-	s.Keep(y, logprobs)
+	y, logprobs, err = r.l.choose(input, row, s)
 	r.keepHistory()
-	return y, logprobs, nil
+	return y, logprobs, err
 }
 
 // accept handles r's sampled token y (evaluated) as Generate's loop does:

@@ -286,37 +286,44 @@ func (l *loop) finish(st Stats) Stats {
 // after each, as generate_step does; it returns the tokens left (at least
 // one).
 func (l *loop) prefill(ctx context.Context, prompt []int32) ([]int32, error) {
-	stepSize := l.o.PrefillStepSize
-	if stepSize <= 0 {
-		stepSize = DefaultPrefillStepSize
-	}
 	for len(prompt) > 1 {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		n := min(stepSize, len(prompt)-1)
-		err := func() error {
-			s := mlx.NewScope()
-			defer s.Close()
-			chunk := mlx.FromSlice(prompt[:n], 1, n)
-			// The logits of a prefill chunk are never read: evaluating the
-			// cache state computes only what the caches depend on.
-			l.forward(chunk).Free()
-			if err := l.maybeQuantize(); err != nil {
-				return err
-			}
-			if err := mlx.Eval(kv.States(l.caches)...); err != nil {
-				return fmt.Errorf("cannot prefill the prompt: %w", err)
-			}
-			l.remember(mlx.Reshape(chunk, n), s)
-			return mlx.ClearCache()
-		}()
-		if err != nil {
+		n := min(l.prefillStep(), len(prompt)-1)
+		if err := l.prefillChunk(prompt[:n]); err != nil {
 			return nil, err
 		}
 		prompt = prompt[n:]
 	}
 	return prompt, nil
+}
+
+// prefillStep is how many prompt tokens one prefill chunk takes.
+func (l *loop) prefillStep() int {
+	if l.o.PrefillStepSize > 0 {
+		return l.o.PrefillStepSize
+	}
+	return DefaultPrefillStepSize
+}
+
+// prefillChunk runs ids through the model for the caches only.
+func (l *loop) prefillChunk(ids []int32) error {
+	s := mlx.NewScope()
+	defer s.Close()
+	n := len(ids)
+	chunk := mlx.FromSlice(ids, 1, n)
+	// The logits of a prefill chunk are never read: evaluating the cache
+	// state computes only what the caches depend on.
+	l.forward(chunk).Free()
+	if err := l.maybeQuantize(); err != nil {
+		return err
+	}
+	if err := mlx.Eval(kv.States(l.caches)...); err != nil {
+		return fmt.Errorf("cannot prefill the prompt: %w", err)
+	}
+	l.remember(mlx.Reshape(chunk, n), s)
+	return mlx.ClearCache()
 }
 
 // forward runs the model in a scope of its own that keeps only the logits.
@@ -380,14 +387,22 @@ func (l *loop) step(input *mlx.Array) (y, logprobs *mlx.Array, err error) {
 	}
 	v := logits.Dim(2)
 	logits = mlx.Reshape(mlx.Slice(logits, []int{0, n - 1, 0}, []int{1, n, v}), 1, v)
+	if err := l.maybeQuantize(); err != nil {
+		return nil, nil, err
+	}
+	return l.choose(input, logits, s)
+}
+
+// choose is the part of a step after the model, on the last position's
+// logits [1, V]: the processors over the history with input appended,
+// log-softmax, then the sampler. y and logprobs are kept out of s, the
+// step's scope.
+func (l *loop) choose(input, logits *mlx.Array, s *mlx.Scope) (y, logprobs *mlx.Array, err error) {
 	if len(l.procs) > 0 {
 		l.remember(input, s)
 		for _, p := range l.procs {
 			logits = p.Process(l.tokens, logits)
 		}
-	}
-	if err := l.maybeQuantize(); err != nil {
-		return nil, nil, err
 	}
 	logprobs = mlx.Subtract(logits, mlx.LogSumExp(logits, nil, true))
 	y = l.sampler.Sample(logprobs)
