@@ -117,63 +117,39 @@ func (b *Batch) Add(r Row) error {
 			prefix = r.Caches[0].Offset()
 		}
 	}
-	total := prefix + len(r.Prompt)
 	switch {
-	case len(r.Prompt) == 0:
-		return errors.New("cannot generate from an empty prompt")
 	case len(r.PrefixTokens) > 0 && len(r.PrefixTokens) != prefix:
 		return fmt.Errorf("cannot add the row: %d prefix tokens for caches holding %d", len(r.PrefixTokens), prefix)
 	case o.KV.KVBits > 0:
 		return errors.New("cannot batch a row with a quantized kv cache: KV bits must be 0")
-	case o.ContextLength > 0 && total > o.ContextLength:
-		return fmt.Errorf("%w: %d prompt tokens, context length %d", ErrContext, total, o.ContextLength)
-	case o.TopLogprobs < 0 || o.TopLogprobs > MaxTopLogprobs:
-		return fmt.Errorf("invalid top logprobs %d: want 0 to %d", o.TopLogprobs, MaxTopLogprobs)
 	}
-	sampler, err := NewSampler(o.Sampler, o.VocabSize)
+	l, maxTokens, err := newLoop(b.m, o, len(r.Prompt), prefix+len(r.Prompt))
 	if err != nil {
 		return err
-	}
-	procs, err := NewProcessors(o.Processors, o.VocabSize)
-	if err != nil {
-		return err
-	}
-	maxTokens := o.MaxTokens
-	if maxTokens <= 0 && o.ContextLength > 0 {
-		maxTokens = o.ContextLength - total
-		if maxTokens == 0 {
-			return fmt.Errorf("%w: %d prompt tokens leave no room to generate in context length %d", ErrContext, total, o.ContextLength)
-		}
 	}
 	row := &batchRow{
 		Row:       r,
+		l:         l,
 		pending:   append([]int32(nil), r.Prompt...),
 		maxTokens: maxTokens,
-		eos:       map[int32]bool{},
+		eos:       eosSet(o.EOS),
 		st:        Stats{PromptTokens: len(r.Prompt)},
 	}
 	if row.Ctx == nil {
 		row.Ctx = context.Background()
 	}
-	for _, id := range o.EOS {
-		row.eos[id] = true
-	}
-	if c, ok := sampler.(*chain); ok {
+	if c, ok := l.sampler.(*chain); ok {
 		if row.key, err = newKeyed(c, r.Seed); err != nil {
 			return err
 		}
-		sampler = row.key
+		l.sampler = row.key
 	}
-	caches := r.Caches
-	if caches == nil {
-		caches = fresh
+	l.caches = r.Caches
+	if l.caches == nil {
+		l.caches = fresh
 	}
-	row.l = &loop{m: b.m, o: o, sampler: sampler, procs: procs, caches: caches}
-	for _, p := range procs {
-		row.l.history = max(row.l.history, p.Context(), 1)
-	}
-	if row.l.history > 0 && len(r.PrefixTokens) > 0 {
-		row.l.tokens = lastTokens(mlx.FromSlice(r.PrefixTokens, len(r.PrefixTokens)), row.l.history)
+	if l.history > 0 && len(r.PrefixTokens) > 0 {
+		l.tokens = lastTokens(mlx.FromSlice(r.PrefixTokens, len(r.PrefixTokens)), l.history)
 		row.keepHistory()
 	}
 	b.waiting = append(b.waiting, row)

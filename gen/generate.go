@@ -111,38 +111,14 @@ func (s Stats) DecodeTPS() float64 {
 // with the stats so far). It must run on the MLX executor.
 func Generate(ctx context.Context, m Model, prompt []int32, o Options, emit func(tok int32) error) (Stats, error) {
 	st := Stats{PromptTokens: len(prompt)}
-	switch {
-	case len(prompt) == 0:
-		return st, errors.New("cannot generate from an empty prompt")
-	case o.ContextLength > 0 && len(prompt) > o.ContextLength:
-		return st, fmt.Errorf("%w: %d prompt tokens, context length %d", ErrContext, len(prompt), o.ContextLength)
-	}
-	if o.TopLogprobs < 0 || o.TopLogprobs > MaxTopLogprobs {
-		return st, fmt.Errorf("invalid top logprobs %d: want 0 to %d", o.TopLogprobs, MaxTopLogprobs)
-	}
-	sampler, err := NewSampler(o.Sampler, o.VocabSize)
+	l, maxTokens, err := newLoop(m, o, len(prompt), len(prompt))
 	if err != nil {
 		return st, err
 	}
-	procs, err := NewProcessors(o.Processors, o.VocabSize)
-	if err != nil {
-		return st, err
-	}
-	maxTokens := o.MaxTokens
-	if maxTokens <= 0 && o.ContextLength > 0 {
-		maxTokens = o.ContextLength - len(prompt)
-		if maxTokens == 0 {
-			return st, fmt.Errorf("%w: %d prompt tokens leave no room to generate in context length %d", ErrContext, len(prompt), o.ContextLength)
-		}
-	}
-
 	outer := mlx.NewScope()
 	defer outer.Close()
-	l := &loop{m: m, o: o, sampler: sampler, procs: procs, caches: m.NewCaches(o.KV)}
+	l.caches = m.NewCaches(o.KV)
 	defer func() { kv.FreeAll(l.caches) }()
-	for _, p := range procs {
-		l.history = max(l.history, p.Context(), 1)
-	}
 
 	start := time.Now()
 	rest, err := l.prefill(ctx, prompt)
@@ -160,10 +136,7 @@ func Generate(ctx context.Context, m Model, prompt []int32, o Options, emit func
 		return st, err
 	}
 
-	eos := map[int32]bool{}
-	for _, id := range o.EOS {
-		eos[id] = true
-	}
+	eos := eosSet(o.EOS)
 	st.FinishReason = FinishLength
 	for n := 0; maxTokens <= 0 || n < maxTokens; n++ {
 		// One step ahead: the next token's graph is queued before this
@@ -224,6 +197,50 @@ func Generate(ctx context.Context, m Model, prompt []int32, o Options, emit func
 		}
 	}
 	return l.finish(st), nil
+}
+
+// newLoop checks o for a generation whose prompt has promptLen tokens to
+// run and total tokens in all (a cached prefix included), and builds the
+// loop state Generate and Batch share, caches aside. maxTokens is MaxTokens,
+// or what the context leaves when MaxTokens is unset.
+func newLoop(m Model, o Options, promptLen, total int) (l *loop, maxTokens int, err error) {
+	switch {
+	case promptLen == 0:
+		return nil, 0, errors.New("cannot generate from an empty prompt")
+	case o.ContextLength > 0 && total > o.ContextLength:
+		return nil, 0, fmt.Errorf("%w: %d prompt tokens, context length %d", ErrContext, total, o.ContextLength)
+	case o.TopLogprobs < 0 || o.TopLogprobs > MaxTopLogprobs:
+		return nil, 0, fmt.Errorf("invalid top logprobs %d: want 0 to %d", o.TopLogprobs, MaxTopLogprobs)
+	}
+	sampler, err := NewSampler(o.Sampler, o.VocabSize)
+	if err != nil {
+		return nil, 0, err
+	}
+	procs, err := NewProcessors(o.Processors, o.VocabSize)
+	if err != nil {
+		return nil, 0, err
+	}
+	maxTokens = o.MaxTokens
+	if maxTokens <= 0 && o.ContextLength > 0 {
+		maxTokens = o.ContextLength - total
+		if maxTokens == 0 {
+			return nil, 0, fmt.Errorf("%w: %d prompt tokens leave no room to generate in context length %d", ErrContext, total, o.ContextLength)
+		}
+	}
+	l = &loop{m: m, o: o, sampler: sampler, procs: procs}
+	for _, p := range procs {
+		l.history = max(l.history, p.Context(), 1)
+	}
+	return l, maxTokens, nil
+}
+
+// eosSet is ids as a set.
+func eosSet(ids []int32) map[int32]bool {
+	eos := make(map[int32]bool, len(ids))
+	for _, id := range ids {
+		eos[id] = true
+	}
+	return eos
 }
 
 // readToken reads the sampled token [1] without adding an op: y.Item()'s
