@@ -40,6 +40,12 @@ type Options struct {
 	PrefillStepSize int
 	// KV picks the caches (max size, quantization bits and group size).
 	KV kv.Options
+	// Caches, when set, are caches that already hold a prefix of the
+	// context (a prompt cache's): the prompt continues it, and the prefix
+	// counts against ContextLength. They stay the caller's: Generate never
+	// frees them, and KV quantization replaces entries of this slice in
+	// place. Nil: new caches from the model, freed when Generate returns.
+	Caches []kv.Cache
 	// QuantizedKVStart is the cache offset from which KV.KVBits applies.
 	QuantizedKVStart int
 	// EOS ids end generation; the EOS token itself is not emitted.
@@ -111,14 +117,20 @@ func (s Stats) DecodeTPS() float64 {
 // with the stats so far). It must run on the MLX executor.
 func Generate(ctx context.Context, m Model, prompt []int32, o Options, emit func(tok int32) error) (Stats, error) {
 	st := Stats{PromptTokens: len(prompt)}
-	l, maxTokens, err := newLoop(m, o, len(prompt), len(prompt))
+	prefix := 0
+	if len(o.Caches) > 0 {
+		prefix = o.Caches[0].Offset()
+	}
+	l, maxTokens, err := newLoop(m, o, len(prompt), prefix+len(prompt))
 	if err != nil {
 		return st, err
 	}
 	outer := mlx.NewScope()
 	defer outer.Close()
-	l.caches = m.NewCaches(o.KV)
-	defer func() { kv.FreeAll(l.caches) }()
+	if l.caches = o.Caches; l.caches == nil {
+		l.caches = m.NewCaches(o.KV)
+		defer func() { kv.FreeAll(l.caches) }()
+	}
 
 	start := time.Now()
 	rest, err := l.prefill(ctx, prompt)

@@ -51,7 +51,7 @@ func (r *MLXRunner) Add(ctx context.Context, prompt []int32, o gen.Options, seed
 			caches, res.CachedTokens = r.Cache.take(prompt)
 		}
 		// o.ContextLength stays whole: gen.Batch counts the tokens the
-		// caches hold against it (Run subtracts them, gen.Generate cannot).
+		// caches hold against it, as gen.Generate does.
 		var out []int32
 		row := gen.Row{
 			Ctx: ctx, Prompt: prompt[res.CachedTokens:], Caches: caches, Options: o, Seed: seed,

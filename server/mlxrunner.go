@@ -47,15 +47,16 @@ func (r *MLXRunner) Run(ctx context.Context, prompt []int32, o gen.Options, seed
 				return err
 			}
 		}
-		// The context check must count the cached tokens too.
-		o.ContextLength = max(0, o.ContextLength-res.CachedTokens)
+		// gen.Generate counts the tokens the caches hold against the
+		// context, and leaves the caches to settle.
+		o.Caches = caches
 		var out []int32
-		st, err := gen.Generate(ctx, keptCaches{r.Model, caches}, prompt[res.CachedTokens:], o, func(t int32) error {
+		st, err := gen.Generate(ctx, r.Model, prompt[res.CachedTokens:], o, func(t int32) error {
 			out = append(out, t)
 			return emit(t)
 		})
 		res.Stats = st
-		res = r.settle(res, append(append([]int32(nil), prompt...), out...), caches, err)
+		res = r.settle(res, append(append([]int32(nil), prompt...), out...), o.Caches, err)
 		return err
 	})
 	return res, err
@@ -98,27 +99,6 @@ func (r *MLXRunner) keep(tokens []int32, caches []kv.Cache) {
 	}
 	r.Cache.put(tokens[:held], caches)
 }
-
-// keptCaches hands gen.Generate caches it must not free (it frees the caches
-// it makes when it returns; these go back to the prompt cache).
-// TODO(gen): an Options field for caller-owned caches would make this
-// wrapper unnecessary.
-type keptCaches struct {
-	models.Model
-	caches []kv.Cache
-}
-
-func (k keptCaches) NewCaches(kv.Options) []kv.Cache {
-	out := make([]kv.Cache, len(k.caches))
-	for i, c := range k.caches {
-		out[i] = keptCache{c}
-	}
-	return out
-}
-
-type keptCache struct{ kv.Cache }
-
-func (keptCache) Free() {}
 
 // NewMLXModel describes a loaded model for the server: its limits, EOS ids
 // (the config's and the tokenizer's, as mlx-lm's TokenizerWrapper collects
