@@ -335,21 +335,12 @@ func (p *params) decodePrompt(raw json.RawMessage) error {
 		}
 		return nil
 	}
-	var ids []int64
-	if json.Unmarshal(raw, &ids) != nil {
+	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '[' {
 		return invalidf("prompt", "prompt must be a string, an array of one string, or an array of token ids")
 	}
-	if len(ids) == 0 {
-		return invalidf("prompt", "prompt must not be empty")
-	}
-	p.promptIDs = make([]int32, len(ids))
-	for i, id := range ids {
-		if id < 0 || id > math.MaxInt32 {
-			return invalidf("prompt", "prompt token id %d is out of range", id)
-		}
-		p.promptIDs[i] = int32(id)
-	}
-	return nil
+	ids, err := decodeTokenIDs(raw, "prompt")
+	p.promptIDs = ids
+	return err
 }
 
 // encodeMessages checks each message and writes them as a JSON array for the
