@@ -72,11 +72,24 @@ $(NATIVE_WHEEL)/.stamp:
 	touch $@
 
 # The shim lives beside libmlx.so in the pack and finds it through RUNPATH $ORIGIN.
+# native/shim/cpu/ holds our CPU kernels: kern.inc is compiled once per
+# instruction set (picked at run time by CPUID). Nothing in the shim may be
+# built with FP contraction or -ffast-math: the kernels are bit-exact with
+# MLX's scalar ones only while every multiply and add rounds on its own.
+SHIM_CXX      := g++ -std=c++20 -O2 -Wall -Wextra -fPIC -ffp-contract=off -fno-fast-math
+SHIM_SRC      := $(wildcard native/shim/*.cpp) native/shim/cpu/pool.cpp \
+                 native/shim/cpu/kern_avx512.cpp native/shim/cpu/kern_avx2.cpp native/shim/cpu/kern_base.cpp
+SHIM_HDR      := $(wildcard native/shim/*.h native/shim/cpu/*.h native/shim/cpu/*.inc)
+SHIM_OBJ      := $(patsubst native/shim/%.cpp,$(NATIVE_BUILD)/obj/%.o,$(SHIM_SRC))
+ISA_FLAGS_kern_avx512 := -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx2 -mf16c
+ISA_FLAGS_kern_avx2   := -mavx2 -mf16c
 native-shim: $(SHIM_SO)
-$(SHIM_SO): $(wildcard native/shim/*.cpp native/shim/*.h) $(NATIVE_WHEEL)/.stamp
+$(NATIVE_BUILD)/obj/%.o: native/shim/%.cpp $(SHIM_HDR) $(NATIVE_WHEEL)/.stamp
 	mkdir -p $(@D)
-	g++ -std=c++20 -O2 -Wall -Wextra -fPIC -shared -isystem $(NATIVE_WHEEL)/mlx/include -o $@.tmp \
-	  $(filter %.cpp,$^) -L$(NATIVE_WHEEL)/mlx/lib -lmlx -Wl,-rpath,'$$ORIGIN' -Wl,--no-undefined
+	$(SHIM_CXX) $(ISA_FLAGS_$(basename $(notdir $@))) -isystem $(NATIVE_WHEEL)/mlx/include -c -o $@ $<
+$(SHIM_SO): $(SHIM_OBJ)
+	mkdir -p $(@D)
+	g++ -shared -o $@.tmp $^ -L$(NATIVE_WHEEL)/mlx/lib -lmlx -Wl,-rpath,'$$ORIGIN' -Wl,--no-undefined
 	mv $@.tmp $@
 
 # native/mkpack does the rest (the pack version is native.PackVersion, in Go only):

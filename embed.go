@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 
@@ -50,6 +51,7 @@ type embedFlags struct {
 	model, prompt, format, instruction string
 	promptSet, noNormalize, truncate   bool
 	batchSize                          int
+	rt                                 runtimeFlags
 }
 
 func (c *embedCommand) parse(args []string) (*embedFlags, error) {
@@ -62,7 +64,11 @@ func (c *embedCommand) parse(args []string) (*embedFlags, error) {
 	fs.BoolVar(&f.noNormalize, "no-normalize", false, "")
 	fs.StringVar(&f.instruction, "instruction", "", "")
 	fs.BoolVar(&f.truncate, "truncate", false, "")
+	f.rt.register(fs)
 	if err := c.m.parseFlags(fs, args); err != nil {
+		return nil, err
+	}
+	if err := f.rt.resolve(os.Getenv); err != nil {
 		return nil, err
 	}
 	fs.Visit(func(fl *flag.Flag) {
@@ -100,7 +106,7 @@ func (c *embedCommand) Run(ctx context.Context, args []string) error {
 	if len(texts) == 0 {
 		return usagef("no input: pipe one text per line into stdin, or use -p TEXT")
 	}
-	if err := loadMLX(ctx); err != nil {
+	if err := loadMLX(ctx, &f.rt); err != nil {
 		return err
 	}
 	model, err := embed.Load(f.model)

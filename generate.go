@@ -111,6 +111,7 @@ type generateFlags struct {
 	kvBits, kvGroup, kvStart      int
 	maxKV, prefillStep            int
 	verbose, jsonStats            bool
+	rt                            runtimeFlags
 }
 
 func (c *generateCommand) parse(args []string) (*generateFlags, error) {
@@ -142,7 +143,11 @@ func (c *generateCommand) parse(args []string) (*generateFlags, error) {
 	fs.IntVar(&f.prefillStep, "prefill-step", gen.DefaultPrefillStepSize, "")
 	fs.BoolVar(&f.verbose, "verbose", false, "")
 	fs.BoolVar(&f.jsonStats, "json-stats", false, "")
+	f.rt.register(fs)
 	if err := c.m.parseFlags(fs, args); err != nil {
+		return nil, err
+	}
+	if err := f.rt.resolve(os.Getenv); err != nil {
 		return nil, err
 	}
 	fs.Visit(func(fl *flag.Flag) { f.promptSet = f.promptSet || fl.Name == "p" || fl.Name == "prompt" })
@@ -181,7 +186,7 @@ func (c *generateCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := loadMLX(ctx); err != nil {
+	if err := loadMLX(ctx, &f.rt); err != nil {
 		return err
 	}
 

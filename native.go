@@ -9,9 +9,10 @@ import (
 )
 
 // loadMLX finds the native pack the one way DESIGN.md §2 defines (downloading
-// and verifying it if needed) and loads MLX from it, for every command that
-// runs a model. verify-native does the same steps itself, reporting each.
-func loadMLX(ctx context.Context) error {
+// and verifying it if needed), loads MLX from it and applies the runtime
+// flags, for every command that runs a model. verify-native does the same
+// steps itself, reporting each.
+func loadMLX(ctx context.Context, rt *runtimeFlags) error {
 	p, err := native.Resolve(ctx, native.Options{})
 	if err != nil {
 		return fmt.Errorf("cannot find the native pack: %w", err)
@@ -19,5 +20,5 @@ func loadMLX(ctx context.Context) error {
 	if err := mlx.Load(p.ShimPath()); err != nil {
 		return fmt.Errorf("cannot load the native pack %s: %w", p.Dir, err)
 	}
-	return nil
+	return rt.apply()
 }

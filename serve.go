@@ -68,6 +68,7 @@ type serveFlags struct {
 	port, batch, maxTokens    int
 	maxQueue, cacheBytes      int
 	timeout, grace            time.Duration
+	rt                        runtimeFlags
 }
 
 func (c *serveCommand) parse(args []string) (*serveFlags, error) {
@@ -86,7 +87,11 @@ func (c *serveCommand) parse(args []string) (*serveFlags, error) {
 	fs.IntVar(&f.maxQueue, "max-queue", 64, "")
 	fs.DurationVar(&f.timeout, "request-timeout", 0, "")
 	fs.DurationVar(&f.grace, "shutdown-grace", 10*time.Second, "")
+	f.rt.register(fs)
 	if err := c.m.parseFlags(fs, args); err != nil {
+		return nil, err
+	}
+	if err := f.rt.resolve(os.Getenv); err != nil {
 		return nil, err
 	}
 	switch {
@@ -113,7 +118,7 @@ func (c *serveCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := loadMLX(ctx); err != nil {
+	if err := loadMLX(ctx, &f.rt); err != nil {
 		return err
 	}
 	if isEmbeddingModel(path) {

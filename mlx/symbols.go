@@ -114,6 +114,12 @@ var fn struct {
 	setCacheLimit    func(limit uintptr, prev *uintptr) int32
 	setWiredLimit    func(limit uintptr, prev *uintptr) int32
 	clearCache       func() int32
+
+	cpuKernelsSet  func(mode, threads int32, isa string) int32
+	cpuKernelsInfo func(mode, threads *int32, isa **byte) int32
+	cpuPackQWeight func(w, scales, biases uintptr, groupSize, bits int32, out *uintptr) int32
+	cpuPackedQmm   func(x, packed uintptr, n, k, groupSize, bits, dtype int32, out *uintptr) int32
+	cpuPackedEmbed func(ids, packed uintptr, n, k, groupSize, bits, dtype int32, out *uintptr) int32
 }
 
 // Elementwise ops and reductions share one C signature each; they are bound
@@ -239,6 +245,12 @@ func symbols() []symbol {
 		{"mlxgo_set_cache_limit", &fn.setCacheLimit},
 		{"mlxgo_set_wired_limit", &fn.setWiredLimit},
 		{"mlxgo_clear_cache", &fn.clearCache},
+
+		{"mlxgo_cpu_kernels_set", &fn.cpuKernelsSet},
+		{"mlxgo_cpu_kernels_info", &fn.cpuKernelsInfo},
+		{"mlxgo_cpu_pack_qweight", &fn.cpuPackQWeight},
+		{"mlxgo_cpu_packed_qmm", &fn.cpuPackedQmm},
+		{"mlxgo_cpu_packed_embed", &fn.cpuPackedEmbed},
 	}
 	fn.unary = map[string]*func(uintptr, *uintptr) int32{}
 	for _, n := range unaryNames {

@@ -12,6 +12,9 @@ type linear struct {
 	weight, bias   *mlx.Array
 	scales, biases *mlx.Array // affine quantization companions
 	q              *mlx.Quant
+	// packed replaces weight, scales and biases when mlxgo's CPU kernels run:
+	// the same quantized weight, laid out for them (mlx.Packed).
+	packed *mlx.Packed
 }
 
 // linear takes module path's weights: out x in, quantized when the
@@ -36,14 +39,39 @@ func (ws *weightSet) linear(path string, in, out int, bias bool) *linear {
 	if bias {
 		l.bias = ws.get(path+".bias", out)
 	}
+	if q != nil && ws.pack {
+		ws.packLinear(l)
+	}
 	return l
+}
+
+// packLinear repacks a quantized weight for the CPU kernels and frees the
+// MLX layout, so the model holds one copy.
+func (ws *weightSet) packLinear(l *linear) {
+	if ws.err != nil || l.q.Mode != "affine" && l.q.Mode != "" {
+		return
+	}
+	p, err := mlx.PackQuantized(l.weight, l.scales, l.biases, *l.q)
+	if err != nil {
+		ws.fail(fmt.Errorf("cannot pack a quantized weight: %w", err))
+		return
+	}
+	ws.release(l.weight, l.scales, l.biases)
+	l.weight, l.scales, l.biases = nil, nil, nil
+	l.packed = p
+	ws.keepArray(p.Data)
 }
 
 // apply is Linear.__call__: addmm with a bias, x @ W.T without; the
 // quantized form adds its bias after the quantized matmul.
 func (l *linear) apply(x *mlx.Array) *mlx.Array {
 	if l.q != nil {
-		y := mlx.QuantizedMatmul(x, l.weight, l.scales, l.biases, true, *l.q)
+		var y *mlx.Array
+		if l.packed != nil {
+			y = mlx.PackedMatmul(x, l.packed)
+		} else {
+			y = mlx.QuantizedMatmul(x, l.weight, l.scales, l.biases, true, *l.q)
+		}
 		if l.bias != nil {
 			y = mlx.Add(y, l.bias)
 		}
@@ -59,6 +87,7 @@ func (l *linear) apply(x *mlx.Array) *mlx.Array {
 type embedding struct {
 	weight, scales, biases *mlx.Array
 	q                      *mlx.Quant
+	packed                 *mlx.Packed // see linear.packed
 }
 
 func (ws *weightSet) embedding(path string, vocab, dims int) *embedding {
@@ -66,13 +95,16 @@ func (ws *weightSet) embedding(path string, vocab, dims int) *embedding {
 	if l == nil {
 		return nil
 	}
-	return &embedding{weight: l.weight, scales: l.scales, biases: l.biases, q: l.q}
+	return &embedding{weight: l.weight, scales: l.scales, biases: l.biases, q: l.q, packed: l.packed}
 }
 
 // lookup is Embedding.__call__ (weight[ids]); the quantized form gathers
 // packed rows and dequantizes them into the scales' dtype.
 func (e *embedding) lookup(ids *mlx.Array) *mlx.Array {
-	if e.q != nil {
+	switch {
+	case e.packed != nil:
+		return mlx.PackedEmbedding(ids, e.packed)
+	case e.q != nil:
 		return mlx.Dequantize(mlx.Take(e.weight, ids, 0), mlx.Take(e.scales, ids, 0), mlx.Take(e.biases, ids, 0), *e.q)
 	}
 	return mlx.Take(e.weight, ids, 0)
@@ -80,7 +112,10 @@ func (e *embedding) lookup(ids *mlx.Array) *mlx.Array {
 
 // asLinear is as_linear, the tied output projection.
 func (e *embedding) asLinear(x *mlx.Array) *mlx.Array {
-	if e.q != nil {
+	switch {
+	case e.packed != nil:
+		return mlx.PackedMatmul(x, e.packed)
+	case e.q != nil:
 		return mlx.QuantizedMatmul(x, e.weight, e.scales, e.biases, true, *e.q)
 	}
 	return mlx.Matmul(x, mlx.Transpose(e.weight))
@@ -88,7 +123,10 @@ func (e *embedding) asLinear(x *mlx.Array) *mlx.Array {
 
 // dtype is the activation dtype the embedding produces.
 func (e *embedding) dtype() mlx.Dtype {
-	if e.q != nil {
+	switch {
+	case e.packed != nil:
+		return e.packed.Dtype
+	case e.q != nil:
 		return e.scales.Dtype()
 	}
 	return e.weight.Dtype()

@@ -27,10 +27,13 @@ type weightSet struct {
 	arrays  []*mlx.Array
 	err     error
 	quant   *Quantization
+	// pack: repack quantized linear weights for mlxgo's CPU kernels, which
+	// run when they are selected and the default device is the CPU.
+	pack bool
 }
 
 func newWeightSet(src map[string]tensorSource, q *Quantization) *weightSet {
-	return &weightSet{src: src, used: map[string]bool{}, dropped: map[string]bool{}, quant: q}
+	return &weightSet{src: src, used: map[string]bool{}, dropped: map[string]bool{}, quant: q, pack: mlx.CPUPacking()}
 }
 
 func (ws *weightSet) has(name string) bool {
@@ -144,6 +147,16 @@ func UnusedWeightsError(names []string) error {
 		names = append(names[:5], fmt.Sprintf("and %d more", len(names)-5))
 	}
 	return fmt.Errorf("checkpoint has weights the model does not use: %s", strings.Join(names, ", "))
+}
+
+// release frees arrays the set made that the model no longer needs.
+func (ws *weightSet) release(arrs ...*mlx.Array) {
+	for _, a := range arrs {
+		if i := slices.Index(ws.arrays, a); i >= 0 {
+			ws.arrays = slices.Delete(ws.arrays, i, i+1)
+		}
+		a.Free()
+	}
 }
 
 // free releases every array the set made.

@@ -7,6 +7,7 @@ package mlxtest
 
 import (
 	"context"
+	"os"
 	"sync"
 	"testing"
 
@@ -30,7 +31,10 @@ func Need(t testing.TB) {
 			noPack = err
 			return
 		}
-		loadErr = mlx.Load(p.ShimPath())
+		if loadErr = mlx.Load(p.ShimPath()); loadErr != nil {
+			return
+		}
+		loadErr = mlx.Do(func() error { return mlx.SetCPUKernels(Kernels(), Threads(), "") })
 	})
 	if noPack != nil {
 		testenv.Missing(t, "native pack ("+noPack.Error()+")", "make native-install (or set MLXGO_NATIVE_DIR)")
@@ -39,6 +43,18 @@ func Need(t testing.TB) {
 		t.Fatalf("cannot load the shim: %v", loadErr)
 	}
 }
+
+// Kernels is the CPU kernel set tests run with: $MLXGO_KERNELS, else
+// mlxgo's, as the commands default to. make test runs the suite with both.
+func Kernels() string {
+	if k := os.Getenv("MLXGO_KERNELS"); k != "" {
+		return k
+	}
+	return mlx.KernelsMLXGO
+}
+
+// Threads is the kernels' thread count in tests: the physical cores.
+func Threads() int { return max(1, native.CPUFeatures().PhysicalCores) }
 
 // Do runs f on the executor inside a scope that is closed afterwards, and
 // fails t on an error.

@@ -47,8 +47,8 @@ int mlxgo_fast_rope_dynamic(mlxgo_array x, int dims, int traditional, int has_ba
 int mlxgo_fast_sdpa(mlxgo_array q, mlxgo_array k, mlxgo_array v, float scale, const char* mask_mode,
                     mlxgo_array mask, mlxgo_array sinks, mlxgo_array* out) {
   MLXGO_BEGIN
-  put(out, mx::fast::scaled_dot_product_attention(arr(q, "queries"), arr(k, "keys"), arr(v, "values"), scale,
-                                                  shim::str(mask_mode), opt(mask), opt(sinks)));
+  put(out, mlxgo::cpu::sdpa(arr(q, "queries"), arr(k, "keys"), arr(v, "values"), scale, shim::str(mask_mode),
+                            opt(mask), opt(sinks)));
   MLXGO_END
 }
 

@@ -129,6 +129,19 @@ inline std::string str(const char* s) { return s == nullptr ? std::string() : st
 
 }  // namespace shim
 
+// kernels.cpp: the ops that run mlxgo's own CPU kernels when they are on
+// (mlxgo_cpu_kernels_set), and MLX's otherwise.
+namespace mlxgo::cpu {
+mx::array matmul(const mx::array& a, const mx::array& b);
+mx::array addmm(const mx::array& c, const mx::array& a, const mx::array& b, float alpha, float beta);
+mx::array quantized_matmul(const mx::array& x, const mx::array& w, const mx::array& scales,
+                           const std::optional<mx::array>& biases, bool transpose, int group_size, int bits,
+                           const std::string& mode);
+mx::array sdpa(const mx::array& queries, const mx::array& keys, const mx::array& values, float scale,
+               const std::string& mask_mode, std::optional<mx::array> mask_arr,
+               const std::optional<mx::array>& sinks);
+}  // namespace mlxgo::cpu
+
 #define MLXGO_BEGIN                                                        \
   if (!shim::thread_bound) {                                               \
     return shim::fail(MLXGO_ERR_THREAD,                                    \

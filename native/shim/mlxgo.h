@@ -206,6 +206,22 @@ MLXGO_API int mlxgo_set_cache_limit(size_t limit, size_t* previous);
 MLXGO_API int mlxgo_set_wired_limit(size_t limit, size_t* previous);
 MLXGO_API int mlxgo_clear_cache(void);
 
+/* ---- kernels.cpp: mlxgo's CPU kernels (bit-identical to MLX's) ---- */
+/* mode 0: MLX's kernels, 1: mlxgo's; threads >= 1; isa "" (best for this CPU), "avx512", "avx2" or "base".
+ * Applies to graphs built afterwards. */
+MLXGO_API int mlxgo_cpu_kernels_set(int mode, int threads, const char* isa);
+/* isa points to a static string. */
+MLXGO_API int mlxgo_cpu_kernels_info(int* mode, int* threads, const char** isa);
+/* Repacks a quantized weight [N][K*bits/32] (affine) for the CPU kernels; evaluates its inputs. */
+MLXGO_API int mlxgo_cpu_pack_qweight(mlxgo_array w, mlxgo_array scales, mlxgo_array biases, int group_size, int bits,
+                                     mlxgo_array* out);
+/* x @ W.T over a packed weight of n rows and k columns; dtype is the scales' dtype code. */
+MLXGO_API int mlxgo_cpu_packed_qmm(mlxgo_array x, mlxgo_array packed, int n, int k, int group_size, int bits,
+                                   int dtype, mlxgo_array* out);
+/* Rows ids of a packed weight, dequantized: QuantizedEmbedding's lookup. */
+MLXGO_API int mlxgo_cpu_packed_embed(mlxgo_array ids, mlxgo_array packed, int n, int k, int group_size, int bits,
+                                     int dtype, mlxgo_array* out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -62,7 +62,12 @@ BINARY(greater)
 BINARY(greater_equal)
 BINARY(logical_and)
 BINARY(logical_or)
-BINARY(matmul)
+
+int mlxgo_matmul(mlxgo_array a, mlxgo_array b, mlxgo_array* out) {
+  MLXGO_BEGIN
+  put(out, mlxgo::cpu::matmul(arr(a, "a"), arr(b, "b")));
+  MLXGO_END
+}
 
 int mlxgo_clip(mlxgo_array a, mlxgo_array a_min, mlxgo_array a_max, mlxgo_array* out) {
   MLXGO_BEGIN
@@ -72,7 +77,7 @@ int mlxgo_clip(mlxgo_array a, mlxgo_array a_min, mlxgo_array a_max, mlxgo_array*
 
 int mlxgo_addmm(mlxgo_array c, mlxgo_array a, mlxgo_array b, float alpha, float beta, mlxgo_array* out) {
   MLXGO_BEGIN
-  put(out, mx::addmm(arr(c, "c"), arr(a, "a"), arr(b, "b"), alpha, beta));
+  put(out, mlxgo::cpu::addmm(arr(c, "c"), arr(a, "a"), arr(b, "b"), alpha, beta));
   MLXGO_END
 }
 

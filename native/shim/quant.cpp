@@ -39,7 +39,7 @@ int mlxgo_dequantize(mlxgo_array w, mlxgo_array scales, mlxgo_array biases, int 
 int mlxgo_quantized_matmul(mlxgo_array x, mlxgo_array w, mlxgo_array scales, mlxgo_array biases, int transpose,
                            int group_size, int bits, const char* mode, mlxgo_array* out) {
   MLXGO_BEGIN
-  put(out, mx::quantized_matmul(arr(x, "x"), arr(w, "w"), arr(scales, "scales"), opt(biases), transpose != 0,
+  put(out, mlxgo::cpu::quantized_matmul(arr(x, "x"), arr(w, "w"), arr(scales, "scales"), opt(biases), transpose != 0,
                                 group_size, bits, shim::str(mode)));
   MLXGO_END
 }

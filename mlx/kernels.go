@@ -1,0 +1,122 @@
+package mlx
+
+import "fmt"
+
+// # CPU kernels
+//
+// MLX's CPU backend in the Linux wheel is scalar code on one thread. The shim
+// carries kernels of its own for the ops that dominate inference — dense and
+// quantized matmuls (and through them scaled dot-product attention) — that
+// run MLX's exact per-output arithmetic vectorized across outputs and split
+// over a pool of threads, so their results are bit-identical to MLX's
+// (native/shim/cpu/isa.h). SetCPUKernels picks them or MLX's own; the choice
+// is made when a graph is built, so set it before building one.
+
+// Kernel sets for SetCPUKernels.
+const (
+	KernelsMLX   = "mlx"   // MLX's own CPU kernels
+	KernelsMLXGO = "mlxgo" // mlxgo's, bit-identical to MLX's
+)
+
+// CPUKernels describes the CPU kernels in use.
+type CPUKernels struct {
+	Kernels string // KernelsMLX or KernelsMLXGO
+	ISA     string // instruction set of mlxgo's kernels: avx512, avx2 or base
+	Threads int    // threads mlxgo's kernels run on (the caller's included)
+}
+
+// SetCPUKernels selects the CPU kernels for graphs built after it. threads
+// is the size of the kernels' thread pool (at least 1); isa forces an
+// instruction set ("" picks the best this CPU has).
+func SetCPUKernels(kernels string, threads int, isa string) error {
+	if !loaded.Load() {
+		return ErrNotLoaded
+	}
+	mode := int32(0)
+	switch kernels {
+	case KernelsMLX:
+	case KernelsMLXGO:
+		mode = 1
+	default:
+		return fmt.Errorf("unknown CPU kernels %q (want %s or %s)", kernels, KernelsMLXGO, KernelsMLX)
+	}
+	return check("cpu_kernels_set", fn.cpuKernelsSet(mode, int32(threads), isa))
+}
+
+// CPUKernelsInUse reports the current selection.
+func CPUKernelsInUse() (CPUKernels, error) {
+	if !loaded.Load() {
+		return CPUKernels{}, ErrNotLoaded
+	}
+	var mode, threads int32
+	var isa *byte
+	if err := check("cpu_kernels_info", fn.cpuKernelsInfo(&mode, &threads, &isa)); err != nil {
+		return CPUKernels{}, err
+	}
+	k := CPUKernels{Kernels: KernelsMLX, ISA: cString(isa), Threads: int(threads)}
+	if mode == 1 {
+		k.Kernels = KernelsMLXGO
+	}
+	return k, nil
+}
+
+// CPUPacking reports whether models should repack their quantized weights
+// (PackQuantized): mlxgo's kernels are selected and the default device is
+// the CPU.
+func CPUPacking() bool {
+	k, err := CPUKernelsInUse()
+	if err != nil || k.Kernels != KernelsMLXGO {
+		return false
+	}
+	d, err := DefaultDevice()
+	return err == nil && d.Type == CPU
+}
+
+// Packed is a quantized weight [N][K] (nn.QuantizedLinear's layout) repacked
+// once for mlxgo's CPU kernels: 16 rows interleaved word by word, with their
+// scales and biases beside them, so a kernel reads one forward stream per 16
+// outputs. Same bytes as the MLX layout (plus padding to 32 rows); only
+// PackedMatmul and PackedEmbedding read it.
+type Packed struct {
+	Data  *Array
+	N, K  int
+	Quant Quant
+	Dtype Dtype // of the scales and biases: the activation dtype
+}
+
+// PackQuantized repacks w (uint32 [N][K*bits/32]) with its scales and biases
+// (affine mode). The inputs are evaluated and left to the caller to free.
+func PackQuantized(w, scales, biases *Array, q Quant) (*Packed, error) {
+	if q.mode() != "affine" {
+		return nil, fmt.Errorf("cannot pack %s quantization (affine only)", q.mode())
+	}
+	c := begin("cpu_pack_qweight")
+	hw, hs, hb := c.in(w), c.in(scales), c.in(biases)
+	out := c.do(func(out *uintptr) int32 {
+		return fn.cpuPackQWeight(hw, hs, hb, int32(q.GroupSize), int32(q.Bits), out)
+	})
+	if err := out.Err(); err != nil {
+		return nil, err
+	}
+	return &Packed{Data: out, N: w.Dim(0), K: w.Dim(1) * 32 / q.Bits, Quant: q, Dtype: scales.Dtype()}, nil
+}
+
+// PackedMatmul is QuantizedMatmul(x, w, scales, biases, true, q) over the
+// packed weight; x is cast to the weight's dtype, as quantized_matmul does.
+func PackedMatmul(x *Array, p *Packed) *Array {
+	c := begin("cpu_packed_qmm")
+	hx, hp := c.in(x), c.in(p.Data)
+	return c.do(func(out *uintptr) int32 {
+		return fn.cpuPackedQmm(hx, hp, int32(p.N), int32(p.K), int32(p.Quant.GroupSize), int32(p.Quant.Bits), int32(p.Dtype), out)
+	})
+}
+
+// PackedEmbedding is Dequantize(Take(w, ids), Take(scales, ids), Take(biases,
+// ids)) over the packed weight: nn.QuantizedEmbedding's lookup.
+func PackedEmbedding(ids *Array, p *Packed) *Array {
+	c := begin("cpu_packed_embed")
+	hi, hp := c.in(ids), c.in(p.Data)
+	return c.do(func(out *uintptr) int32 {
+		return fn.cpuPackedEmbed(hi, hp, int32(p.N), int32(p.K), int32(p.Quant.GroupSize), int32(p.Quant.Bits), int32(p.Dtype), out)
+	})
+}

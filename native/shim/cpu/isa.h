@@ -1,0 +1,116 @@
+// isa.h — the interface between the CPU kernel dispatcher (kernels.cpp) and
+// the per-instruction-set kernels (kern.inc compiled three times: AVX-512,
+// AVX2+F16C, and baseline x86-64).
+//
+// The fidelity rule every kernel here follows: for each output element, the
+// same IEEE single-precision operations, on the same operands, in the same
+// order as MLX 0.32.4's scalar CPU kernel for that op, each rounded to the
+// activation dtype where MLX rounds it. Vector lanes run over independent
+// outputs and threads split outputs, never a reduction, so the results are
+// bit-identical to MLX's however wide or parallel the kernel is. Nothing in
+// this directory may be compiled with floating-point contraction (FMA) or
+// reassociation: the Makefile passes -ffp-contract=off and no -ffast-math.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace mlxgo::cpu {
+
+// Activation dtypes the kernels take.
+enum Dt : int { F32 = 0, F16 = 1, BF16 = 2 };
+
+inline int dt_size(Dt d) { return d == F32 ? 4 : 2; }
+
+// Rows of a packed tile: the load-time layout of a quantized weight groups 16
+// output rows and interleaves them word by word (see PackedLayout).
+constexpr int kPackRows = 16;
+
+// PackedLayout: a quantized weight [N][K] (nn.QuantizedLinear's layout,
+// transpose=True) repacked once at load time for kernels that vectorize across
+// output rows. Tile t holds rows 16t..16t+15 (rows past N are zero); inside a
+// tile, group g is one block of
+//   words_per_group x 16 uint32  (word j of each of the 16 rows, row fastest)
+//   16 scales, 16 biases          (in the activation dtype, as stored)
+// so one tile is a single forward stream. Same bytes as MLX's layout plus the
+// padding of the last tile.
+struct PackedLayout {
+  int N, K, bits, group_size;
+  Dt dt;
+  int groups() const { return K / group_size; }
+  int words_per_group() const { return group_size * bits / 32; }
+  size_t group_bytes() const {
+    return size_t(words_per_group()) * kPackRows * 4 + size_t(2) * kPackRows * dt_size(dt);
+  }
+  int tiles() const { return (N + kPackRows - 1) / kPackRows; }
+  size_t tile_bytes() const { return group_bytes() * groups(); }
+  size_t bytes() const { return tile_bytes() * tiles(); }
+};
+
+// One quantized matmul over one batch element. x is given as exact float
+// copies of the activations (row stride ldx); the weight is either MLX's
+// layout (w/scales/biases) or a PackedLayout blob (packed != nullptr, only
+// with transpose). dt is the compute and output dtype (MLX's result_type of
+// x, scales and biases); sdt is the dtype the scales and biases are stored in,
+// which is dt or, for a float32 computation, a narrower dtype that MLX would
+// cast up exactly (the packed kernel widens them in registers instead).
+struct QmmJob {
+  Dt dt, sdt;
+  int bits, group_size;
+  bool transpose;
+  int M, N, K;
+  const float* x;
+  long ldx;
+  const uint32_t* w;      // transpose: [N][K*bits/32]; else [K][N*bits/32]
+  const void* scales;     // transpose: [N][K/gs];     else [K][N/gs]
+  const void* biases;
+  const uint8_t* packed;  // PackedLayout, or nullptr
+  void* out;              // [M][N] in dt, row stride N
+};
+
+// One dense matmul over one batch element, out[M][N] = a[M][K] @ b[K][N],
+// with MLX's epilogue (see Sem).
+enum class Sem : int {
+  // MLX float32 through reference BLAS sgemm, b not transposed (Fortran
+  // NOTA): c starts at 0 (beta 0), C (beta 1) or beta*C, then c = c + a*b
+  // over k, a pre-scaled by alpha (TEMP = ALPHA*B(L,J)).
+  BlasNotA,
+  // reference BLAS, b transposed: c = 0, c = c + b*a over k, then
+  // alpha*c (beta 0) or alpha*c + beta*C.
+  BlasTransA,
+  // MLX's simd_gemm (bfloat16/float16): c = 0, c = c + a*b in float, then
+  // T(alpha*c) or T(alpha*c + beta*float(C)).
+  SimdGemm,
+};
+
+struct GemmJob {
+  Dt dt;
+  Sem sem;
+  int M, N, K;
+  const float* a;  // float copy or float input, a[m][k] = a[m*sam + k*sak]
+  long sam, sak;
+  const void* b;   // dt, b[k][n] = b[k*sbk + n*sbn]
+  long sbk, sbn;
+  const void* c;   // addmm's C in dt (nullptr: beta is 0), C[m][n] = c[m*scm + n*scn]
+  long scm, scn;
+  float alpha, beta;
+  void* out;       // [M][N] in dt, row stride N
+};
+
+// The kernels of one instruction set. Work is split by the dispatcher into
+// ranges of output tiles (tile_n outputs each) and of rows.
+struct Isa {
+  const char* name;
+  int tile_n;
+  void (*qmm)(const QmmJob& j, int tile0, int tile1, int m0, int m1);
+  void (*gemm)(const GemmJob& j, int tile0, int tile1, int m0, int m1);
+  // Self-test hooks: the dtype roundings and conversions over n floats.
+  void (*round)(Dt dt, const float* in, float* out, size_t n);
+  void (*store)(Dt dt, const float* in, void* out, size_t n);
+};
+
+const Isa* isa_avx512();
+const Isa* isa_avx2();
+const Isa* isa_base();
+
+}  // namespace mlxgo::cpu

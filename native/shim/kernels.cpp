@@ -1,0 +1,673 @@
+// kernels.cpp — mlxgo's own CPU kernels inside MLX graphs.
+//
+// With kernels on (mlxgo_cpu_kernels_set), the shim builds the graph MLX's op
+// builds (mx::matmul, mx::addmm, mx::quantized_matmul: same casts, reshapes,
+// broadcasts) and replaces only the node MLX would run through its scalar CPU
+// kernel by a primitive of ours with the same inputs, the same output, and
+// bit-identical results (cpu/isa.h says why they are identical). Scaled
+// dot-product attention on the CPU is MLX's composition of ops, rebuilt here
+// op for op with our matmul. Anything else, any device but the CPU, and any
+// case our kernels do not cover keeps MLX's own node.
+#include <cstring>
+#include <mutex>
+
+#include "cpu/isa.h"
+#include "cpu/pool.h"
+#include "internal.h"
+#include "mlx/allocator.h"
+#include "mlx/backend/cpu/encoder.h"
+#include "mlx/primitives.h"
+#include "mlx/utils.h"
+
+namespace mlxgo::cpu {
+
+namespace {
+
+std::atomic<int> g_mode{0};  // 0: MLX's kernels, 1: ours
+std::atomic<const Isa*> g_isa{nullptr};
+
+const Isa* best_isa() {
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
+    return isa_avx512();
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c")) return isa_avx2();
+  return isa_base();
+}
+
+const Isa* isa() {
+  const Isa* p = g_isa.load();
+  if (p == nullptr) {
+    p = best_isa();
+    g_isa.store(p);
+  }
+  return p;
+}
+
+bool on() { return g_mode.load(std::memory_order_relaxed) == 1; }
+
+std::optional<Dt> dt_of(mx::Dtype d) {
+  if (d == mx::float32) return F32;
+  if (d == mx::float16) return F16;
+  if (d == mx::bfloat16) return BF16;
+  return std::nullopt;
+}
+
+int64_t loc(int64_t elem, const mx::Shape& shape, const mx::Strides& strides) {
+  int64_t l = 0;
+  for (int i = int(shape.size()) - 1; i >= 0; --i) {
+    l += (elem % shape[i]) * strides[i];
+    elem /= shape[i];
+  }
+  return l;
+}
+
+// Exact float copies of n elements of dtype dt (MLX's own conversions).
+void to_float(const void* src, mx::Dtype dt, int64_t idx, float* dst) {
+  if (dt == mx::float32) *dst = static_cast<const float*>(src)[idx];
+  else if (dt == mx::float16) *dst = static_cast<float>(static_cast<const mx::float16_t*>(src)[idx]);
+  else *dst = static_cast<float>(static_cast<const mx::bfloat16_t*>(src)[idx]);
+}
+
+// A contiguous byte copy of an evaluated array (the data MLX's
+// ensure_row_contiguous would give), or the array's own data.
+struct Contig {
+  std::vector<uint8_t> buf;
+  const uint8_t* ptr;
+  Contig(const mx::array& a) {
+    if (a.flags().row_contiguous) {
+      ptr = a.data<uint8_t>();
+      return;
+    }
+    const size_t es = a.itemsize();
+    buf.resize(a.size() * es);
+    const uint8_t* src = a.data<uint8_t>();
+    for (size_t i = 0; i < a.size(); i++) std::memcpy(&buf[i * es], src + loc(int64_t(i), a.shape(), a.strides()) * es, es);
+    ptr = buf.data();
+  }
+};
+
+// Splits rows x tiles x batches into pool tasks. Each task is one batch
+// element, a run of tiles and a run of rows; rows are split only when there
+// are too few tiles to keep every thread busy.
+template <class F>
+void parallel(int batch, int tiles, int M, F&& f) {
+  Pool& pool = Pool::get();
+  const int threads = pool.threads();
+  const int units = batch * tiles;
+  int mchunks = 1;
+  if (units < 4 * threads && M >= 16) {
+    mchunks = std::min((4 * threads + units - 1) / units, (M + 7) / 8);
+  }
+  const int mstep = ((M + mchunks - 1) / mchunks + 7) / 8 * 8;
+  mchunks = (M + mstep - 1) / mstep;
+  pool.run(units * mchunks, [&](int i) {
+    const int mc = i % mchunks, u = i / mchunks;
+    const int b = u / tiles, t = u % tiles;
+    f(b, t, t + 1, mc * mstep, std::min(M, (mc + 1) * mstep));
+  });
+}
+
+// ---- dense matmul (Matmul / AddMM) ----
+
+void run_gemm(const mx::array& a, const mx::array& b, const mx::array* c, mx::array& out, float alpha, float beta) {
+  const Isa* k = isa();
+  const Dt dt = *dt_of(out.dtype());
+  const int nd = a.ndim();
+  const int M = a.shape(-2), K = a.shape(-1), N = b.shape(-1);
+  const int64_t batch = a.size() / (int64_t(M) * K);
+  // MLX's check_transpose: a layout is "transposed" only for these strides;
+  // any other layout is copied to row-major (not transposed) first.
+  auto transposed = [](const mx::array& x) {
+    auto stx = x.strides()[x.ndim() - 2], sty = x.strides()[x.ndim() - 1];
+    if (stx == x.shape(-1) && sty == 1) return false;
+    return stx == 1 && sty == x.shape(-2);
+  };
+  GemmJob j{};
+  j.dt = dt;
+  j.sem = dt != F32 ? Sem::SimdGemm : transposed(b) ? Sem::BlasTransA : Sem::BlasNotA;
+  j.M = M;
+  j.N = N;
+  j.K = K;
+  j.alpha = alpha;
+  j.beta = c ? beta : 0.0f;
+  const int64_t asm_ = a.strides()[nd - 2], ask = a.strides()[nd - 1];
+  j.sbk = b.strides()[b.ndim() - 2];
+  j.sbn = b.strides()[b.ndim() - 1];
+  if (c) {
+    j.scm = c->strides()[c->ndim() - 2];
+    j.scn = c->strides()[c->ndim() - 1];
+  }
+  const int tiles = (N + k->tile_n - 1) / k->tile_n;
+  // a as floats: float32 is read in place, except that BLAS's non-transposed
+  // path scales a by alpha first (TEMP = ALPHA*B(L,J)); other dtypes are
+  // converted once per batch element.
+  const bool scale_a = j.sem == Sem::BlasNotA && alpha != 1.0f;
+  const bool copy_a = dt != F32 || scale_a;
+  std::vector<float> af(copy_a ? size_t(M) * K : 0);
+  const size_t es = out.itemsize();
+  for (int64_t i = 0; i < batch; i++) {
+    const int64_t ao = loc(i * M * K, a.shape(), a.strides());
+    GemmJob ji = j;
+    if (copy_a) {
+      for (int m = 0; m < M; m++)
+        for (int kk = 0; kk < K; kk++) {
+          float v;
+          to_float(a.data<void>(), a.dtype(), ao + m * asm_ + kk * ask, &v);
+          af[size_t(m) * K + kk] = scale_a ? alpha * v : v;
+        }
+      ji.a = af.data();
+      ji.sam = K;
+      ji.sak = 1;
+    } else {
+      ji.a = a.data<float>() + ao;
+      ji.sam = asm_;
+      ji.sak = ask;
+    }
+    ji.b = b.data<uint8_t>() + loc(i * K * N, b.shape(), b.strides()) * es;
+    if (c) ji.c = c->data<uint8_t>() + loc(i * M * N, c->shape(), c->strides()) * es;
+    ji.out = out.data<uint8_t>() + i * M * N * es;
+    parallel(1, tiles, M, [&](int, int t0, int t1, int m0, int m1) { k->gemm(ji, t0, t1, m0, m1); });
+  }
+}
+
+class Gemm : public mx::UnaryPrimitive {
+ public:
+  Gemm(mx::Stream s, bool addmm, float alpha, float beta)
+      : UnaryPrimitive(s), addmm_(addmm), alpha_(alpha), beta_(beta) {}
+  void eval_cpu(const std::vector<mx::array>& in, mx::array& out) override {
+    out.set_data(mx::allocator::malloc(out.nbytes()));
+    auto& enc = mx::cpu::get_command_encoder(stream());
+    for (auto& x : in) enc.set_input_array(x);
+    enc.set_output_array(out);
+    std::vector<mx::array> ins;
+    for (auto& x : in) ins.push_back(mx::array::unsafe_weak_copy(x));
+    enc.dispatch([ins = std::move(ins), out = mx::array::unsafe_weak_copy(out), addmm = addmm_, alpha = alpha_,
+                  beta = beta_]() mutable { run_gemm(ins[0], ins[1], addmm ? &ins[2] : nullptr, out, alpha, beta); });
+  }
+  void eval_gpu(const std::vector<mx::array>&, mx::array&) override {
+    throw std::runtime_error("mlxgo's CPU matmul has no GPU kernel");
+  }
+  const char* name() const override { return addmm_ ? "MlxgoAddMM" : "MlxgoMatmul"; }
+  bool is_equivalent(const mx::Primitive& o) const override {
+    auto* p = dynamic_cast<const Gemm*>(&o);
+    return p && p->addmm_ == addmm_ && p->alpha_ == alpha_ && p->beta_ == beta_;
+  }
+
+ private:
+  bool addmm_;
+  float alpha_, beta_;
+};
+
+// ---- quantized matmul ----
+
+struct QmmMeta {
+  int group_size, bits;
+  bool transpose;
+};
+
+void run_qmm(const mx::array& x, const mx::array& w, const mx::array& scales, const mx::array& biases,
+             mx::array& out, QmmMeta q) {
+  const Isa* k = isa();
+  const Dt dt = *dt_of(out.dtype());
+  const int K = x.shape(-1), M = x.ndim() > 1 ? x.shape(-2) : 1, N = out.shape(-1);
+  const int64_t w_els = w.ndim() > 2 ? int64_t(w.shape(-1)) * w.shape(-2) : 0;
+  const int64_t g_els = w.ndim() > 2 ? int64_t(scales.shape(-1)) * scales.shape(-2) : 0;
+  const int64_t batch = x.size() / (int64_t(K) * M);
+  Contig xc(x), wc(w), sc(scales), bc(biases);
+  auto cstrides = [](const mx::array& a) {
+    mx::Strides s(a.ndim(), 1);
+    for (int i = a.ndim() - 2; i >= 0; i--) s[i] = s[i + 1] * a.shape(i + 1);
+    return s;
+  };
+  const auto wst = cstrides(w), sst = cstrides(scales), bst = cstrides(biases);
+  const size_t es = out.itemsize();
+  std::vector<float> xf(dt == F32 ? 0 : x.size());
+  if (dt != F32)
+    for (size_t i = 0; i < x.size(); i++) to_float(xc.ptr, x.dtype(), int64_t(i), &xf[i]);
+  const int tiles = (N + k->tile_n - 1) / k->tile_n;
+  for (int64_t i = 0; i < batch; i++) {
+    QmmJob j{};
+    j.dt = dt;
+    j.sdt = dt;  // quantized_matmul already cast the scales to the result type
+    j.bits = q.bits;
+    j.group_size = q.group_size;
+    j.transpose = q.transpose;
+    j.M = M;
+    j.N = N;
+    j.K = K;
+    j.x = (dt == F32 ? reinterpret_cast<const float*>(xc.ptr) : xf.data()) + i * M * K;
+    j.ldx = K;
+    j.w = reinterpret_cast<const uint32_t*>(wc.ptr) + loc(i * w_els, w.shape(), wst);
+    j.scales = sc.ptr + loc(i * g_els, scales.shape(), sst) * es;
+    j.biases = bc.ptr + loc(i * g_els, biases.shape(), bst) * es;
+    j.out = out.data<uint8_t>() + i * M * N * es;
+    parallel(1, tiles, M, [&](int, int t0, int t1, int m0, int m1) { k->qmm(j, t0, t1, m0, m1); });
+  }
+}
+
+class Qmm : public mx::UnaryPrimitive {
+ public:
+  Qmm(mx::Stream s, QmmMeta q) : UnaryPrimitive(s), q_(q) {}
+  void eval_cpu(const std::vector<mx::array>& in, mx::array& out) override {
+    out.set_data(mx::allocator::malloc(out.nbytes()));
+    auto& enc = mx::cpu::get_command_encoder(stream());
+    for (auto& x : in) enc.set_input_array(x);
+    enc.set_output_array(out);
+    std::vector<mx::array> ins;
+    for (auto& x : in) ins.push_back(mx::array::unsafe_weak_copy(x));
+    enc.dispatch([ins = std::move(ins), out = mx::array::unsafe_weak_copy(out), q = q_]() mutable {
+      run_qmm(ins[0], ins[1], ins[2], ins[3], out, q);
+    });
+  }
+  void eval_gpu(const std::vector<mx::array>&, mx::array&) override {
+    throw std::runtime_error("mlxgo's CPU quantized matmul has no GPU kernel");
+  }
+  const char* name() const override { return "MlxgoQuantizedMatmul"; }
+  bool is_equivalent(const mx::Primitive& o) const override {
+    auto* p = dynamic_cast<const Qmm*>(&o);
+    return p && p->q_.group_size == q_.group_size && p->q_.bits == q_.bits && p->q_.transpose == q_.transpose;
+  }
+
+ private:
+  QmmMeta q_;
+};
+
+// ---- packed weights ----
+
+void run_packed_qmm(const mx::array& x, const mx::array& packed, mx::array& out, const PackedLayout& p) {
+  const Isa* k = isa();
+  const int K = x.shape(-1);
+  const int64_t M = x.size() / K;
+  const Dt dt = *dt_of(out.dtype());
+  Contig xc(x);
+  std::vector<float> xf(dt == F32 ? 0 : x.size());
+  if (dt != F32)
+    for (size_t i = 0; i < x.size(); i++) to_float(xc.ptr, x.dtype(), int64_t(i), &xf[i]);
+  QmmJob j{};
+  j.dt = dt;
+  j.sdt = p.dt;
+  j.bits = p.bits;
+  j.group_size = p.group_size;
+  j.transpose = true;
+  j.M = int(M);
+  j.N = p.N;
+  j.K = K;
+  j.x = dt == F32 ? reinterpret_cast<const float*>(xc.ptr) : xf.data();
+  j.ldx = K;
+  j.packed = packed.data<uint8_t>();
+  j.out = out.data<uint8_t>();
+  const int tiles = (p.N + k->tile_n - 1) / k->tile_n;
+  parallel(1, tiles, int(M), [&](int, int t0, int t1, int m0, int m1) { k->qmm(j, t0, t1, m0, m1); });
+}
+
+// Embedding rows from a packed weight: mlx-lm's QuantizedEmbedding, i.e.
+// dequantize(w[ids], scales[ids], biases[ids]), which MLX's CPU composes as
+// T(T(q) * scale) + bias per element (multiply, then add, each rounded to T).
+void run_packed_embed(const mx::array& ids, const mx::array& packed, mx::array& out, const PackedLayout& p) {
+  const Isa* k = isa();
+  Contig ic(ids);
+  const int K = p.K, G = p.groups(), wpg = p.words_per_group();
+  const size_t sb = size_t(dt_size(p.dt)), es = out.itemsize();
+  std::vector<float> row(K), q(K), s(K), b(K);
+  for (size_t r = 0; r < ids.size(); r++) {
+    int64_t id;
+    switch (ids.dtype().val()) {
+      case mx::Dtype::Val::int32: id = reinterpret_cast<const int32_t*>(ic.ptr)[r]; break;
+      case mx::Dtype::Val::uint32: id = reinterpret_cast<const uint32_t*>(ic.ptr)[r]; break;
+      case mx::Dtype::Val::int64: id = reinterpret_cast<const int64_t*>(ic.ptr)[r]; break;
+      default: id = reinterpret_cast<const uint64_t*>(ic.ptr)[r]; break;
+    }
+    if (id < 0) id += p.N;  // take() wraps negative indices
+    if (id < 0 || id >= p.N) id = id < 0 ? 0 : p.N - 1;
+    const uint8_t* tile = packed.data<uint8_t>() + size_t(id / kPackRows) * p.tile_bytes();
+    const int lane = int(id % kPackRows);
+    for (int g = 0; g < G; g++) {
+      const uint8_t* blk = tile + size_t(g) * p.group_bytes();
+      const uint32_t* words = reinterpret_cast<const uint32_t*>(blk);
+      const uint8_t* sc = blk + size_t(wpg) * kPackRows * 4;
+      float sv, bv;
+      if (p.dt == F32) {
+        std::memcpy(&sv, sc + lane * 4, 4);
+        std::memcpy(&bv, sc + kPackRows * 4 + lane * 4, 4);
+      } else {
+        to_float(sc, p.dt == F16 ? mx::float16 : mx::bfloat16, lane, &sv);
+        to_float(sc + kPackRows * sb, p.dt == F16 ? mx::float16 : mx::bfloat16, lane, &bv);
+      }
+      for (int i = 0; i < p.group_size; i++) {
+        const long bit = long(i) * p.bits;
+        const int wi = int(bit / 32), sh = int(bit % 32);
+        uint32_t v = words[wi * kPackRows + lane] >> sh;
+        if (sh + p.bits > 32) v |= words[(wi + 1) * kPackRows + lane] << (32 - sh);
+        v &= (1u << p.bits) - 1;
+        const int kk = g * p.group_size + i;
+        q[kk] = float(v);
+        s[kk] = sv;
+        b[kk] = bv;
+      }
+    }
+    // T(q) * scale, rounded to T, + bias, rounded to T; the ISA's rounding is
+    // MLX's. q is an integer below 256, exact in every dtype.
+    std::vector<float> t(K);
+    for (int kk = 0; kk < K; kk++) t[kk] = q[kk] * s[kk];
+    k->round(p.dt, t.data(), t.data(), K);
+    for (int kk = 0; kk < K; kk++) t[kk] = t[kk] + b[kk];
+    k->store(p.dt, t.data(), out.data<uint8_t>() + r * K * es, K);
+  }
+}
+
+class PackedOp : public mx::UnaryPrimitive {
+ public:
+  PackedOp(mx::Stream s, PackedLayout p, bool embed) : UnaryPrimitive(s), p_(p), embed_(embed) {}
+  void eval_cpu(const std::vector<mx::array>& in, mx::array& out) override {
+    out.set_data(mx::allocator::malloc(out.nbytes()));
+    auto& enc = mx::cpu::get_command_encoder(stream());
+    for (auto& x : in) enc.set_input_array(x);
+    enc.set_output_array(out);
+    enc.dispatch([x = mx::array::unsafe_weak_copy(in[0]), w = mx::array::unsafe_weak_copy(in[1]),
+                  out = mx::array::unsafe_weak_copy(out), p = p_, embed = embed_]() mutable {
+      if (embed)
+        run_packed_embed(x, w, out, p);
+      else
+        run_packed_qmm(x, w, out, p);
+    });
+  }
+  void eval_gpu(const std::vector<mx::array>&, mx::array&) override {
+    throw std::runtime_error("packed weights are a CPU layout");
+  }
+  const char* name() const override { return embed_ ? "MlxgoPackedEmbedding" : "MlxgoPackedQuantizedMatmul"; }
+
+ private:
+  PackedLayout p_;
+  bool embed_;
+};
+
+bool on_cpu(const mx::array& a) { return a.has_primitive() && a.primitive().device() == mx::Device::cpu; }
+
+// swap replaces MLX's node named `name` at the top of `out` (or under one
+// reshape/squeeze, which mx::matmul adds for batched or 1-D inputs) by
+// make(node's inputs), keeping the rest of the graph as MLX built it.
+template <class Make>
+mx::array swap(const mx::array& out, const char* name, Make&& make) {
+  auto is = [&](const mx::array& a) { return a.has_primitive() && std::strcmp(a.primitive().name(), name) == 0; };
+  if (is(out) && on_cpu(out)) return make(out);
+  if (out.has_primitive() && out.inputs().size() == 1 && is(out.inputs()[0]) && on_cpu(out.inputs()[0])) {
+    const char* top = out.primitive().name();
+    if (std::strcmp(top, "Reshape") == 0 || std::strcmp(top, "Squeeze") == 0) {
+      return mx::reshape(make(out.inputs()[0]), out.shape());
+    }
+  }
+  return out;
+}
+
+bool all_positive(const mx::Shape& s) {
+  for (int d : s)
+    if (d <= 0) return false;
+  return true;
+}
+
+}  // namespace
+
+mx::array matmul(const mx::array& a, const mx::array& b) {
+  auto out = mx::matmul(a, b);
+  if (!on() || !dt_of(out.dtype()) || a.shape(-1) == 0 || !all_positive(out.shape())) return out;
+  return swap(out, "Matmul", [](const mx::array& n) {
+    return mx::array(n.shape(), n.dtype(), std::make_shared<Gemm>(n.primitive().stream(), false, 1.0f, 0.0f),
+                     n.inputs());
+  });
+}
+
+mx::array addmm(const mx::array& c, const mx::array& a, const mx::array& b, float alpha, float beta) {
+  auto out = mx::addmm(c, a, b, alpha, beta);
+  if (!on() || !dt_of(out.dtype()) || a.shape(-1) == 0 || !all_positive(out.shape())) return out;
+  if (alpha == 0.0f) return out;  // BLAS returns beta*C without touching a or b
+  return swap(out, "AddMM", [alpha, beta](const mx::array& n) {
+    return mx::array(n.shape(), n.dtype(), std::make_shared<Gemm>(n.primitive().stream(), true, alpha, beta),
+                     n.inputs());
+  });
+}
+
+mx::array quantized_matmul(const mx::array& x, const mx::array& w, const mx::array& scales,
+                           const std::optional<mx::array>& biases, bool transpose, int group_size, int bits,
+                           const std::string& mode) {
+  auto out = mx::quantized_matmul(x, w, scales, biases, transpose, group_size, bits, mode);
+  if (!on() || mode != "affine" || !biases || !dt_of(out.dtype()) || !all_positive(out.shape()) ||
+      x.shape(-1) == 0)
+    return out;
+  if (bits != 2 && bits != 3 && bits != 4 && bits != 5 && bits != 6 && bits != 8) return out;
+  if (group_size != 32 && group_size != 64 && group_size != 128) return out;
+  return swap(out, "QuantizedMatmul", [=](const mx::array& n) {
+    if (n.inputs().size() != 4) return n;
+    return mx::array(n.shape(), n.dtype(),
+                     std::make_shared<Qmm>(n.primitive().stream(), QmmMeta{group_size, bits, transpose}),
+                     n.inputs());
+  });
+}
+
+// MLX's CPU scaled_dot_product_attention is its fallback composition; this is
+// the same composition, op for op, with the matmuls above.
+mx::array sdpa(const mx::array& queries, const mx::array& keys, const mx::array& values, float scale,
+               const std::string& mask_mode, std::optional<mx::array> mask_arr,
+               const std::optional<mx::array>& sinks) {
+  auto stock = [&] {
+    return mx::fast::scaled_dot_product_attention(queries, keys, values, scale, mask_mode, mask_arr, sinks);
+  };
+  if (!on() || mx::default_device() != mx::Device::cpu) return stock();
+  if (queries.ndim() != 4 || keys.ndim() != 4 || values.ndim() != 4) return stock();
+  if (mask_mode != "" && mask_mode != "causal") return stock();
+  if (mask_mode == "causal" && mask_arr) return stock();
+  if (mask_arr && mask_arr->ndim() > 4) return stock();
+  const int n_q_heads = queries.shape(-3), n_kv_heads = keys.shape(-3);
+  if (keys.shape(0) != queries.shape(0) || values.shape(0) != queries.shape(0) ||
+      queries.shape(-1) != keys.shape(-1) || keys.shape(-3) != values.shape(-3) || n_kv_heads == 0 ||
+      n_q_heads % n_kv_heads != 0)
+    return stock();
+  auto final_type = mx::result_type({queries, keys, values});
+  if (!mx::issubdtype(final_type, mx::floating)) return stock();
+  const bool do_causal = mask_mode == "causal";
+  const bool has_arr_mask = mask_arr.has_value();
+  const bool has_sinks = sinks.has_value();
+  if (has_arr_mask && mx::promote_types(mask_arr->dtype(), final_type) != final_type) return stock();
+  if (has_sinks && (mx::promote_types(sinks->dtype(), final_type) != final_type || sinks->ndim() != 1 ||
+                    sinks->shape(0) != n_q_heads))
+    return stock();
+
+  std::vector<mx::array> inputs = {mx::astype(queries, final_type), mx::astype(keys, final_type),
+                                   mx::astype(values, final_type)};
+  if (has_arr_mask) {
+    auto m = *mask_arr;
+    if (m.dtype() != mx::bool_) m = mx::astype(m, final_type);
+    auto mask_shape = queries.shape();
+    mask_shape.back() = keys.shape(-2);
+    inputs.push_back(mx::broadcast_to(m, mask_shape));
+  }
+  if (has_sinks) inputs.push_back(mx::astype(*sinks, final_type));
+
+  auto q = mx::multiply(mx::array(scale, inputs[0].dtype()), inputs[0]);
+  const int n_repeats = n_q_heads / n_kv_heads;
+  auto k = inputs[1];
+  auto v = inputs[2];
+  if (n_repeats > 1) {
+    q = mx::unflatten(q, 1, {n_kv_heads, n_repeats});
+    k = mx::expand_dims(k, 2);
+    v = mx::expand_dims(v, 2);
+  }
+  auto scores = mlxgo::cpu::matmul(q, mx::swapaxes(k, -1, -2));
+  if (has_arr_mask || do_causal) {
+    mx::array mask = inputs.size() > 3 ? inputs[3] : mx::array(0);
+    if (do_causal) {
+      const int kL = k.shape(-2), qL = q.shape(-2), offset = kL - qL;
+      auto q_idx = mx::expand_dims(mx::arange(offset, qL + offset), 1);
+      auto k_idx = mx::expand_dims(mx::arange(0, kL), 0);
+      mask = mx::greater_equal(q_idx, k_idx);
+    }
+    if (n_repeats > 1 && mask.ndim() >= 3) {
+      if (mask.shape(-3) == 1)
+        mask = mx::expand_dims(mask, -3);
+      else
+        mask = mx::unflatten(mask, -3, {n_kv_heads, n_repeats});
+    }
+    if (mask.dtype() == mx::bool_)
+      scores = mx::where(mask, scores, mx::array(mx::finfo(scores.dtype()).min, scores.dtype()));
+    else
+      scores = mx::add(scores, mask);
+  }
+  if (has_sinks) {
+    auto s = mx::expand_dims(inputs.back(), {0, 2, 3});
+    if (scores.ndim() == 5) s = mx::unflatten(s, 1, {n_kv_heads, n_repeats});
+    auto bsx = scores.shape();
+    bsx.back() = 1;
+    scores = mx::concatenate(std::vector<mx::array>{mx::broadcast_to(s, bsx), scores}, -1);
+  }
+  scores = mx::softmax(scores, std::vector<int>{-1}, true);
+  if (has_sinks) {
+    auto start = mx::Shape(scores.ndim(), 0);
+    start.back() = 1;
+    scores = mx::slice(scores, std::move(start), scores.shape());
+  }
+  auto out = mlxgo::cpu::matmul(scores, v);
+  if (n_repeats > 1) out = mx::flatten(out, 1, 2);
+  return out;
+}
+
+// pack_tile: rows [16*tile, 16*tile+16) of an MLX-layout weight [N][K] in
+// PackedLayout's tile format (rows past N are zeros).
+void pack_tile(const PackedLayout& p, const uint32_t* w, const void* scales, const void* biases, int tile,
+               uint8_t* dst) {
+  const int G = p.groups(), wpg = p.words_per_group(), kw = p.K * p.bits / 32;
+  const size_t sb = size_t(dt_size(p.dt)), gb = p.group_bytes();
+  std::memset(dst, 0, p.tile_bytes());
+  for (int r = 0; r < kPackRows; r++) {
+    const int n = tile * kPackRows + r;
+    if (n >= p.N) break;
+    const uint32_t* row = w + size_t(n) * kw;
+    for (int g = 0; g < G; g++) {
+      uint8_t* blk = dst + size_t(g) * gb;
+      uint32_t* words = reinterpret_cast<uint32_t*>(blk);
+      for (int i = 0; i < wpg; i++) words[i * kPackRows + r] = row[g * wpg + i];
+      uint8_t* sc = blk + size_t(wpg) * kPackRows * 4;
+      std::memcpy(sc + r * sb, static_cast<const uint8_t*>(scales) + (size_t(n) * G + g) * sb, sb);
+      std::memcpy(sc + (kPackRows + r) * sb, static_cast<const uint8_t*>(biases) + (size_t(n) * G + g) * sb, sb);
+    }
+  }
+}
+
+}  // namespace mlxgo::cpu
+
+namespace kc = mlxgo::cpu;
+
+namespace {
+
+kc::PackedLayout layout(int n, int k, int bits, int gs, int dtype) {
+  auto d = kc::dt_of(shim::dtype(dtype));
+  if (!d) throw shim::ArgError("packed weights need float32, float16 or bfloat16 scales");
+  if (bits != 2 && bits != 3 && bits != 4 && bits != 5 && bits != 6 && bits != 8)
+    throw shim::ArgError("packed weights: bits must be 2, 3, 4, 5, 6 or 8");
+  if (gs != 32 && gs != 64 && gs != 128) throw shim::ArgError("packed weights: group size must be 32, 64 or 128");
+  if (n <= 0 || k <= 0 || k % gs != 0) throw shim::ArgError("packed weights: bad shape");
+  return kc::PackedLayout{n, k, bits, gs, *d};
+}
+
+void check_packed(const mx::array& packed, const kc::PackedLayout& p) {
+  if (packed.dtype() != mx::uint8 || packed.nbytes() != p.bytes())
+    throw shim::ArgError("packed weight does not match its layout (" + std::to_string(packed.nbytes()) +
+                         " bytes, layout needs " + std::to_string(p.bytes()) + ")");
+}
+
+}  // namespace
+
+extern "C" {
+
+int mlxgo_cpu_kernels_set(int mode, int threads, const char* isa_name) {
+  MLXGO_ANY_THREAD_BEGIN
+  if (mode != 0 && mode != 1) throw shim::ArgError("kernels mode must be 0 (mlx) or 1 (mlxgo)");
+  const kc::Isa* want = kc::best_isa();
+  std::string name = shim::str(isa_name);
+  if (!name.empty()) {
+    const kc::Isa* table[] = {kc::isa_avx512(), kc::isa_avx2(), kc::isa_base()};
+    const kc::Isa* found = nullptr;
+    bool past_best = false;
+    for (auto* t : table) {
+      if (t == want) past_best = true;
+      if (name == t->name) {
+        if (!past_best) throw std::runtime_error("this CPU cannot run the " + name + " kernels");
+        found = t;
+      }
+    }
+    if (!found) throw shim::ArgError("unknown kernel set " + name + " (avx512, avx2, base)");
+    want = found;
+  }
+  kc::g_isa.store(want);
+  if (threads < 1) throw shim::ArgError("threads must be at least 1");
+  kc::Pool::get().set_threads(threads);
+  kc::g_mode.store(mode);
+  MLXGO_END
+}
+
+int mlxgo_cpu_kernels_info(int* mode, int* threads, const char** isa_name) {
+  MLXGO_ANY_THREAD_BEGIN
+  if (mode == nullptr || threads == nullptr || isa_name == nullptr) throw shim::ArgError("null out pointer");
+  *mode = kc::g_mode.load();
+  *threads = kc::Pool::get().threads();
+  *isa_name = kc::isa()->name;
+  MLXGO_END
+}
+
+int mlxgo_cpu_pack_qweight(mlxgo_array w, mlxgo_array scales, mlxgo_array biases, int group_size, int bits,
+                           mlxgo_array* out) {
+  MLXGO_BEGIN
+  auto wa = shim::arr(w, "w"), sa = shim::arr(scales, "scales"), ba = shim::arr(biases, "biases");
+  if (wa.ndim() != 2 || sa.ndim() != 2 || ba.ndim() != 2 || wa.dtype() != mx::uint32)
+    throw shim::ArgError("packing takes a 2-D uint32 weight with 2-D scales and biases");
+  if (sa.dtype() != ba.dtype()) throw shim::ArgError("scales and biases differ in dtype");
+  const int n = wa.shape(0), k = wa.shape(1) * 32 / bits;
+  auto p = layout(n, k, bits, group_size, static_cast<int>(sa.dtype().val()));
+  if (sa.shape(0) != n || sa.shape(1) != p.groups() || ba.shape(0) != n || ba.shape(1) != p.groups())
+    throw shim::ArgError("scales and biases do not match the weight");
+  mx::eval({wa, sa, ba});
+  kc::Contig wc(wa), sc(sa), bc(ba);
+  auto data = mx::allocator::malloc(p.bytes());
+  uint8_t* dst = static_cast<uint8_t*>(data.buffer().raw_ptr());
+  const int tiles = p.tiles();
+  kc::Pool::get().run(tiles, [&](int t) {
+    kc::pack_tile(p, reinterpret_cast<const uint32_t*>(wc.ptr), sc.ptr, bc.ptr, t, dst + size_t(t) * p.tile_bytes());
+  });
+  shim::put(out, mx::array(std::move(data), mx::Shape{int(p.bytes())}, mx::uint8));
+  MLXGO_END
+}
+
+int mlxgo_cpu_packed_qmm(mlxgo_array x, mlxgo_array packed, int n, int k, int group_size, int bits, int dtype,
+                         mlxgo_array* out) {
+  MLXGO_BEGIN
+  auto xa = shim::arr(x, "x"), pa = shim::arr(packed, "packed");
+  auto p = layout(n, k, bits, group_size, dtype);
+  check_packed(pa, p);
+  if (xa.ndim() < 1 || xa.shape(-1) != k) throw shim::ArgError("x's last dimension does not match the weight");
+  // quantized_matmul's result type: x, scales and biases promoted together
+  // (float32 x with float16 scales computes in float32, scales cast exactly).
+  auto rt = mx::promote_types(xa.dtype(), shim::dtype(dtype));
+  if (!kc::dt_of(rt)) throw shim::ArgError("packed matmul needs floating-point x");
+  xa = mx::astype(xa, rt);
+  auto shape = xa.shape();
+  shape.back() = n;
+  shim::put(out, mx::array(shape, xa.dtype(), std::make_shared<kc::PackedOp>(mx::default_stream(mx::Device::cpu), p, false),
+                           {xa, pa}));
+  MLXGO_END
+}
+
+int mlxgo_cpu_packed_embed(mlxgo_array ids, mlxgo_array packed, int n, int k, int group_size, int bits, int dtype,
+                           mlxgo_array* out) {
+  MLXGO_BEGIN
+  auto ia = shim::arr(ids, "ids"), pa = shim::arr(packed, "packed");
+  auto p = layout(n, k, bits, group_size, dtype);
+  check_packed(pa, p);
+  if (!mx::issubdtype(ia.dtype(), mx::integer)) throw shim::ArgError("embedding ids must be integers");
+  if (ia.itemsize() < 4) ia = mx::astype(ia, mx::int32);
+  auto shape = ia.shape();
+  shape.push_back(k);
+  shim::put(out, mx::array(shape, shim::dtype(dtype),
+                           std::make_shared<kc::PackedOp>(mx::default_stream(mx::Device::cpu), p, true), {ia, pa}));
+  MLXGO_END
+}
+
+}  // extern "C"

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/mlxgo/mlxgo/mlx"
+	"github.com/mlxgo/mlxgo/native"
+)
+
+// runtimeUsage is the flags text every model-running command shares.
+const runtimeUsage = `	--kernels mlxgo|mlx       CPU kernels: mlxgo's (vectorized, multi-threaded,
+	                          bit-identical to MLX's) or MLX's own (default
+	                          mlxgo; $MLXGO_KERNELS)
+	--threads N               threads for the CPU kernels (default: physical
+	                          cores; $MLXGO_THREADS)
+`
+
+// runtimeFlags are the settings of the runtime itself rather than of one
+// request: which CPU kernels run and on how many threads.
+type runtimeFlags struct {
+	kernels string
+	threads int
+}
+
+func (r *runtimeFlags) register(fs *cmdFlags) {
+	fs.StringVar(&r.kernels, "kernels", "", "")
+	fs.IntVar(&r.threads, "threads", 0, "")
+}
+
+// resolve fills what the flags left unset from the environment and the
+// machine, and checks the result.
+func (r *runtimeFlags) resolve(getenv func(string) string) error {
+	if r.kernels == "" {
+		r.kernels = getenv("MLXGO_KERNELS")
+	}
+	if r.kernels == "" {
+		r.kernels = mlx.KernelsMLXGO
+	}
+	if r.kernels != mlx.KernelsMLXGO && r.kernels != mlx.KernelsMLX {
+		return usagef("--kernels must be %s or %s, not %q", mlx.KernelsMLXGO, mlx.KernelsMLX, r.kernels)
+	}
+	if r.threads < 0 {
+		return usagef("--threads must be positive")
+	}
+	if r.threads == 0 {
+		if s := getenv("MLXGO_THREADS"); s != "" {
+			n, err := strconv.Atoi(s)
+			if err != nil || n <= 0 {
+				return usagef("MLXGO_THREADS=%q is not a positive number", s)
+			}
+			r.threads = n
+		}
+	}
+	if r.threads == 0 {
+		r.threads = max(1, native.CPUFeatures().PhysicalCores)
+	}
+	return nil
+}
+
+// apply selects the kernels; it runs once MLX is loaded, before any graph.
+func (r *runtimeFlags) apply() error {
+	if err := mlx.Do(func() error { return mlx.SetCPUKernels(r.kernels, r.threads, "") }); err != nil {
+		return fmt.Errorf("cannot select the CPU kernels: %w", err)
+	}
+	return nil
+}
