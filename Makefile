@@ -63,12 +63,19 @@ NATIVE_BUILD  := $(CACHE)/native/build/$(NATIVE_VARIANT)
 SHIM_SO       := $(NATIVE_BUILD)/libmlxgo.so
 .PHONY: native native-shim native-install pack
 
-# The unpacked mlx-cpu wheel: mlx/lib/libmlx.so, mlx/include, mlx_cpu.libs/ (BLAS/LAPACK via RPATH).
+# The wheel each Linux variant is built from (native/variant.go names the same one).
+NATIVE_PYPI_linux-amd64-cpu    := mlx-cpu
+NATIVE_PYPI_linux-amd64-cuda13 := mlx-cuda-13
+NATIVE_PYPI   := $(NATIVE_PYPI_$(NATIVE_VARIANT))
+NATIVE_WHL    := $(subst -,_,$(NATIVE_PYPI))-$(MLX_VERSION)-py3-none-manylinux_2_35_x86_64.whl
+
+# The unpacked wheel: mlx/lib/libmlx.so, mlx/include, and auditwheel's bundled
+# BLAS/LAPACK in mlx_cpu.libs/ (mlx_cuda_13.libs/ for CUDA), reached through RPATH.
 $(NATIVE_WHEEL)/.stamp:
 	mkdir -p $(REG)/pypi $(NATIVE_WHEEL)
-	python3 -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: \
-	  --platform manylinux_2_35_x86_64 -d $(REG)/pypi mlx-cpu==$(MLX_VERSION)
-	cd $(NATIVE_WHEEL) && unzip -q -o $(abspath $(REG)/pypi)/mlx_cpu-$(MLX_VERSION)-py3-none-manylinux_2_35_x86_64.whl
+	test -f $(REG)/pypi/$(NATIVE_WHL) || python3 -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: \
+	  --platform manylinux_2_35_x86_64 -d $(REG)/pypi $(NATIVE_PYPI)==$(MLX_VERSION)
+	cd $(NATIVE_WHEEL) && unzip -q -o $(abspath $(REG)/pypi)/$(NATIVE_WHL)
 	touch $@
 
 # The shim lives beside libmlx.so in the pack and finds it through RUNPATH $ORIGIN.
@@ -89,7 +96,7 @@ $(NATIVE_BUILD)/obj/%.o: native/shim/%.cpp $(SHIM_HDR) $(NATIVE_WHEEL)/.stamp
 	$(SHIM_CXX) $(ISA_FLAGS_$(basename $(notdir $@))) -isystem $(NATIVE_WHEEL)/mlx/include -c -o $@ $<
 $(SHIM_SO): $(SHIM_OBJ)
 	mkdir -p $(@D)
-	g++ -shared -o $@.tmp $^ -L$(NATIVE_WHEEL)/mlx/lib -lmlx -Wl,-rpath,'$$ORIGIN' -Wl,--no-undefined
+	g++ -shared -o $@.tmp $^ -L$(NATIVE_WHEEL)/mlx/lib -lmlx -Wl,-rpath,'$$ORIGIN' -Wl,--no-undefined $(SHIM_LDFLAGS_$(NATIVE_VARIANT))
 	mv $@.tmp $@
 
 # native/mkpack does the rest (the pack version is native.PackVersion, in Go only):
@@ -106,6 +113,15 @@ pack: native
 	$(MKPACK) bake -variant $(NATIVE_VARIANT) -out $(NATIVE_OUT)
 native-install: native
 	$(MKPACK) install -variant $(NATIVE_VARIANT) -out $(NATIVE_OUT)
+
+# The CUDA pack (DESIGN.md §2), built on this CPU machine: the shim links against the
+# wheel's libmlx.so, whose NVIDIA dependencies (libcuda.so.1, cuBLAS, ...) exist only
+# where it runs, so ld must not insist on resolving them here. The pack bundles none of
+# them: mlxgo finds and loads them at run time (native/cuda.go).
+SHIM_LDFLAGS_linux-amd64-cuda13 := -Wl,--allow-shlib-undefined
+.PHONY: native-cuda
+native-cuda:
+	$(MAKE) native NATIVE_VARIANT=linux-amd64-cuda13
 
 # ---- The mlx-lm oracle (models/testdata/oracle/README.md): fixtures, never committed ----
 ORACLE := $(CACHE)/oracle
@@ -129,9 +145,11 @@ bench-1b: oracle-big
 vet:
 	$(GO) vet ./...
 
-test: venv data build native-install oracle
+test: venv data build native-install native-cuda oracle
 	CGO_ENABLED=0 $(GO) build ./...
 	$(GO) vet ./...
+	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) build ./...
+	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) vet ./...
 	MLXGO_REQUIRE_NATIVE=1 $(GO) test -count=1 ./...
 
 # The default model of `mlxgo generate` (no -m) lives in the user cache, where

@@ -34,6 +34,8 @@ func scriptParams(t *testing.T) testscript.Params {
 			if v, ok := native.LookupVariant("linux-amd64-cpu"); ok {
 				e.Setenv("PACKTAR", filepath.Join(testenv.RepoRoot(), ".cache", "native", v.TarballName(native.PackVersion)))
 			}
+			// The CUDA pack `make native-cuda` built (verify_native_cuda.txt).
+			e.Setenv("CUDAPACK", filepath.Join(testenv.RepoRoot(), ".cache", "native", "pack", "linux-amd64-cuda13"))
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
@@ -52,6 +54,11 @@ func scriptParams(t *testing.T) testscript.Params {
 			case "native":
 				_, err := installedPack(os.Getenv)
 				return err == nil || testenv.Strict(), nil
+			case "cudapack":
+				_, err := os.Stat(filepath.Join(testenv.RepoRoot(), ".cache", "native", "pack", "linux-amd64-cuda13", native.ManifestName))
+				return err == nil || testenv.Strict(), nil
+			case "nvidia":
+				return native.DetectGPU().HasNVIDIA(), nil
 			case "data":
 				_, err := os.Stat(filepath.Join(testenv.DataDir(), "tokenizers", "qwen3", "tokenizer.json"))
 				return err == nil || testenv.Strict(), nil

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/mlxgo/mlxgo/mlx"
@@ -45,6 +47,7 @@ type verifyReport struct {
 	Pack     *packReport      `json:"pack,omitempty"`
 	CPU      native.CPUInfo   `json:"cpu"`
 	GPU      native.GPUInfo   `json:"nvidia"`
+	CUDA     *cudaReport      `json:"cuda,omitempty"`
 	MLX      *mlx.RuntimeInfo `json:"mlx,omitempty"`
 	Checks   []mlx.Check      `json:"smoke_test,omitempty"`
 }
@@ -114,10 +117,12 @@ func (c *verifyNativeCommand) verify(ctx context.Context) *verifyReport {
 		return r
 	}
 
-	if err := mlx.Load(p.ShimPath()); err != nil {
-		fail("cannot load MLX from %s: %v", p.ShimPath(), err)
+	cu, err := loadPack(p)
+	if err != nil {
+		fail("%v", err)
 		return r
 	}
+	r.CUDA = cu
 	info, err := mlx.Info()
 	if err != nil {
 		fail("cannot query MLX: %v", err)
@@ -170,7 +175,30 @@ func printVerifyReport(w io.Writer, r *verifyReport) {
 			}
 		}
 		fmt.Fprintf(w, "mlx           %s, default device %s; %s\n", i.Version, i.DefaultDevice, strings.Join(devs, ", "))
+		for _, d := range i.Devices {
+			if d.Type == "gpu" && d.Available {
+				fmt.Fprintf(w, "gpu           %s\n", gpuLine(d.Info, r.GPU))
+			}
+		}
 		fmt.Fprintf(w, "memory        active %d B, peak %d B, cache %d B, limit %d B\n", i.Memory.Active, i.Memory.Peak, i.Memory.Cache, i.Memory.Limit)
+	}
+	if c := r.CUDA; c != nil {
+		for _, l := range c.Libraries {
+			file := ""
+			if l.File != "" && l.File != l.Soname {
+				file = " (" + l.File + ")"
+			}
+			path := l.Path
+			if path == "" {
+				path = "by soname, from the loader's path"
+			}
+			fmt.Fprintf(w, "cuda library  %s %s%s\n", l.Soname, path, file)
+		}
+		home := c.Home
+		if home == "" {
+			home = "none found (MLX falls back to /usr/local/cuda; kernels fail to compile without cuda_runtime.h)"
+		}
+		fmt.Fprintf(w, "cuda headers  %s\n", home)
 	}
 	for _, ch := range r.Checks {
 		status := "ok  "
@@ -191,4 +219,35 @@ func plural(n int) string {
 		return ""
 	}
 	return "s"
+}
+
+// gpuLine summarises MLX's device_info for a CUDA GPU: name, memory, compute
+// capability, driver. Keys MLX does not report are left out.
+func gpuLine(info map[string]string, g native.GPUInfo) string {
+	var parts []string
+	if n := info["device_name"]; n != "" {
+		parts = append(parts, n)
+	}
+	for _, k := range []string{"total_memory", "memory_size"} {
+		if v, err := strconv.ParseUint(info[k], 10, 64); err == nil && v > 0 {
+			parts = append(parts, fmt.Sprintf("%.1f GiB", float64(v)/(1<<30)))
+			break
+		}
+	}
+	if a := info["architecture"]; a != "" {
+		parts = append(parts, "compute capability "+a)
+	}
+	if g.DriverVersion != "" {
+		parts = append(parts, "driver "+g.DriverVersion)
+	}
+	keys := make([]string, 0, len(info))
+	for k := range info {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var all []string
+	for _, k := range keys {
+		all = append(all, k+"="+info[k])
+	}
+	return strings.Join(parts, ", ") + " [" + strings.Join(all, " ") + "]"
 }

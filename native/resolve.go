@@ -114,6 +114,14 @@ func Resolve(ctx context.Context, opts Options) (*Pack, error) {
 		return nil, err
 	}
 	dir := filepath.Join(root, cacheDirName(v))
+	if device == "" && opts.Variant == "" && v.MinNVIDIADriver > 0 && !opts.canGet(v, dir) {
+		// Auto mode picks the CUDA pack only when it is there or can be
+		// downloaded; otherwise the GPU host runs the CPU pack.
+		if v, err = ChooseVariant(host, DeviceCPU); err != nil {
+			return nil, err
+		}
+		dir = filepath.Join(root, cacheDirName(v))
+	}
 	p, cacheErr := openFor(dir, host, device)
 	if cacheErr == nil {
 		p.Source = SourceCache
@@ -125,7 +133,24 @@ func Resolve(ctx context.Context, opts Options) (*Pack, error) {
 		}
 		return nil, fmt.Errorf("%w: the cached pack is unusable: %w", ErrNoPack, cacheErr)
 	}
+	opts.Variant = v.Name
 	return Install(ctx, opts)
+}
+
+// canGet reports whether v's pack is installed in dir or can be downloaded
+// (a URL is given, or a release digest is baked into this binary).
+func (o *Options) canGet(v Variant, dir string) bool {
+	if _, err := os.Stat(filepath.Join(dir, ManifestName)); err == nil {
+		return true
+	}
+	if o.NoDownload {
+		return false
+	}
+	if o.URL != "" || o.getenv(EnvURL) != "" {
+		return true
+	}
+	_, ok := ReleaseDigest(PackVersion, v.Name)
+	return ok
 }
 
 // openFor opens dir and checks it serves this binary on host.

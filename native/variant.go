@@ -55,11 +55,14 @@ const releaseURL = "https://github.com/mlxgo/mlxgo/releases/download/native-v{ve
 var Variants = []Variant{
 	{
 		Name: "linux-amd64-cuda13", OS: "linux", Arch: "amd64", Devices: []string{DeviceGPU},
-		Wheel:      "mlx-cuda-13",
-		WheelPaths: []string{"mlx/lib", "mlx/include", "mlx/share", "nvidia"},
+		Wheel: "mlx-cuda-13",
+		// mlx/include holds MLX's, CCCL's, CUTLASS's and CuTe's headers, which
+		// libmlx.so hands NVRTC when it JIT-compiles kernels; the NVIDIA
+		// libraries are not bundled (native/cuda.go finds them).
+		WheelPaths: []string{"mlx/lib/libmlx.so", "mlx/include", "mlx_cuda_13.libs"},
 		// CUDA 13 user-space libraries need the R580 kernel driver or newer.
 		MinNVIDIADriver: 580,
-		Built:           false,
+		Built:           true,
 		ReleaseURL:      releaseURL,
 	},
 	{
@@ -162,8 +165,10 @@ func (v Variant) unusable(host Host) string {
 	}
 	if v.MinNVIDIADriver > 0 {
 		switch {
+		case host.GPU.DriverMajor == 0 && host.GPU.LibCUDA == "":
+			return "no NVIDIA driver found (no " + nvidiaVersionFile + ", no libcuda.so.1)"
 		case host.GPU.DriverMajor == 0:
-			return "no NVIDIA driver found (" + nvidiaVersionFile + ")"
+			return "no NVIDIA driver found (no " + nvidiaVersionFile + ")"
 		case host.GPU.DriverMajor < v.MinNVIDIADriver:
 			return fmt.Sprintf("needs NVIDIA driver >= %d, found %s", v.MinNVIDIADriver, host.GPU.DriverVersion)
 		case host.GPU.LibCUDA == "":

@@ -20,12 +20,14 @@ func TestChooseVariant(t *testing.T) {
 		wantErr string
 	}{
 		{"linux cpu-only host", Host{OS: "linux", Arch: "amd64"}, "", "linux-amd64-cpu", ""},
-		// The CUDA pack is not built yet, so even a capable GPU host gets CPU
-		// in auto mode; forcing the GPU says why it cannot.
-		{"linux with H200 driver, auto", Host{OS: "linux", Arch: "amd64", GPU: driver("580.65.06", 580)}, "", "linux-amd64-cpu", ""},
+		// A capable GPU host gets the CUDA pack in auto mode (Resolve falls back
+		// to CPU when that pack can be neither found nor downloaded).
+		{"linux with H200 driver, auto", Host{OS: "linux", Arch: "amd64", GPU: driver("580.65.06", 580)}, "", "linux-amd64-cuda13", ""},
 		{"forced cpu", Host{OS: "linux", Arch: "amd64", GPU: driver("580.65.06", 580)}, "cpu", "linux-amd64-cpu", ""},
-		{"forced gpu, pack not built", Host{OS: "linux", Arch: "amd64", GPU: driver("580.65.06", 580)}, "gpu", "",
-			"MLXGO_DEVICE=gpu: linux-amd64-cuda13: not built yet"},
+		{"forced gpu", Host{OS: "linux", Arch: "amd64", GPU: driver("580.65.06", 580)}, "gpu", "linux-amd64-cuda13", ""},
+		{"forced gpu, no driver", Host{OS: "linux", Arch: "amd64"}, "gpu", "",
+			"MLXGO_DEVICE=gpu: linux-amd64-cuda13: no NVIDIA driver found"},
+		{"old driver, auto: CPU", Host{OS: "linux", Arch: "amd64", GPU: driver("550.54.15", 550)}, "", "linux-amd64-cpu", ""},
 		{"bad device value", Host{OS: "linux", Arch: "amd64"}, "tpu", "", `MLXGO_DEVICE="tpu", want cpu or gpu`},
 		{"unsupported platform", Host{OS: "windows", Arch: "amd64"}, "", "", "none exists for windows/amd64"},
 		{"macOS metal not built here", Host{OS: "darwin", Arch: "arm64"}, "", "", "darwin-arm64-metal: not built yet"},
@@ -46,14 +48,12 @@ func TestChooseVariant(t *testing.T) {
 	}
 }
 
-// TestCUDAVariantRules exercises the driver rules as they will apply once
-// the CUDA row is built: flipping Built is all it takes.
+// TestCUDAVariantRules exercises the driver rules of the CUDA row.
 func TestCUDAVariantRules(t *testing.T) {
 	cuda, ok := LookupVariant("linux-amd64-cuda13")
 	if !ok {
 		t.Fatal("no linux-amd64-cuda13 row")
 	}
-	cuda.Built = true
 	cases := []struct {
 		name string
 		gpu  GPUInfo

@@ -54,5 +54,5 @@ func Release(mapping []byte, off, end int64) {
 		return
 	}
 	// Advice only: an error leaves the pages resident, which is still correct.
-	_ = syscall.Madvise(mapping[start:stop], syscall.MADV_DONTNEED)
+	dontNeed(mapping[start:stop])
 }
