@@ -175,6 +175,22 @@ bench: venv build native-install
 	  --prompt-tokens $(BENCH_PROMPT) --max-tokens $(BENCH_TOKENS) --bandwidth --json $(CACHE)/bench/$(notdir $(BENCH_MODEL)).json \
 	  --b-cmd './mlxgo generate -m {model} --raw --temp 0 --ignore-eos --max-tokens {max_tokens} --json-stats < {prompt_file}'
 
+# mlxgo generate against llama.cpp (PyPI llama-cpp-python, built here with GGML_NATIVE=ON) on the same GGUF files
+# (SmolLM2 Q4_1 and a Q8_0 made from it by llama.cpp's quantize), the same 512-token prompt ids and settings:
+# alternating rounds, medians, ratios, cores busy, bandwidth ceiling; also --kernels mlx, a 4096-token prefill and
+# serve --batch 8 against one stream (models/testdata/oracle/bench_cpu.py; report in .cache/bench/cpu.json).
+.PHONY: bench-cpu
+BENCH_VENV := $(CACHE)/bench-venv
+LLAMA_CPP_PYTHON := 0.3.36
+BENCH_CPU_ARGS ?=
+$(BENCH_VENV)/.stamp:
+	test -x $(BENCH_VENV)/bin/python || python3 -m venv $(BENCH_VENV)
+	CMAKE_ARGS="-DGGML_NATIVE=ON" $(BENCH_VENV)/bin/pip install -q --disable-pip-version-check --no-binary llama-cpp-python llama-cpp-python==$(LLAMA_CPP_PYTHON)
+	echo "llama-cpp-python $(LLAMA_CPP_PYTHON) built from source, CMAKE_ARGS=-DGGML_NATIVE=ON" > $@
+bench-cpu: $(BENCH_VENV)/.stamp build native-install data-smollm2
+	$(BENCH_VENV)/bin/python models/testdata/oracle/bench_cpu.py --q4 $(DATA)/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf \
+	  --q8 $(CACHE)/bench/SmolLM2-135M-Instruct.Q8_0.gguf --rounds $(BENCH_ROUNDS) --prompt-tokens $(BENCH_PROMPT) --max-tokens $(BENCH_TOKENS) $(BENCH_CPU_ARGS)
+
 # mlxgo serve against mlx_lm.server on the same model directory, each alone on the CPU in turn:
 # server start to ready, TTFT and decode tok/s at concurrency 1, aggregate tok/s at 4 and 16,
 # and mlxgo serve's single-stream overhead against mlxgo generate (server/testdata/bench_serve.py).
