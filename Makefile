@@ -89,7 +89,7 @@ SHIM_SRC      := $(wildcard native/shim/*.cpp) native/shim/cpu/pool.cpp \
 SHIM_HDR      := $(wildcard native/shim/*.h native/shim/cpu/*.h native/shim/cpu/*.inc)
 SHIM_OBJ      := $(patsubst native/shim/%.cpp,$(NATIVE_BUILD)/obj/%.o,$(SHIM_SRC))
 ISA_FLAGS_kern_avx512 := -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx2 -mf16c
-ISA_FLAGS_kern_avx2   := -mavx2 -mf16c
+ISA_FLAGS_kern_avx2   := -mavx2 -mf16c -mfma
 native-shim: $(SHIM_SO)
 $(NATIVE_BUILD)/obj/%.o: native/shim/%.cpp $(SHIM_HDR) $(NATIVE_WHEEL)/.stamp
 	mkdir -p $(@D)
@@ -122,6 +122,31 @@ SHIM_LDFLAGS_linux-amd64-cuda13 := -Wl,--allow-shlib-undefined
 .PHONY: native-cuda
 native-cuda:
 	$(MAKE) native NATIVE_VARIANT=linux-amd64-cuda13
+
+# ---- The CUDA pack on a GPU machine (testdata/gpu/run.sh) ----
+# `make gpu-check` prepares what travels to the GPU machine in .gpu/ (git-ignored through
+# .git/info/exclude; carried, 64 MiB a call): the 90 MB mlx-cuda-13 wheel in two parts,
+# the static mlxgo, mkpack and models.test binaries with the CUDA shim, the Llama 3.1
+# tokenizer, and the mlx + mlx-lm wheels. Then, on the device, three calls:
+#   1. carry .gpu/p1:  testdata/gpu/run.sh stash
+#   2. carry .gpu/p2:  DEADLINE=540 testdata/gpu/run.sh install verify l1 bench1b summary
+#   3. (no carry)      DEADLINE=420 testdata/gpu/run.sh bench1b bench8b summary
+GPU := .gpu
+.PHONY: gpu-check
+gpu-check: native-cuda data-tok
+	mkdir -p $(GPU)/p1 $(GPU)/p2/whl $(GPU)/stage/bin $(GPU)/stage/tok && grep -qx '/$(GPU)/' .git/info/exclude || echo '/$(GPU)/' >> .git/info/exclude
+	rm -f $(GPU)/p1/wheel.part-* $(GPU)/p2/wheel.part-*
+	cd $(GPU)/p1 && split -b 48M $(abspath $(REG)/pypi)/mlx_cuda_13-$(MLX_VERSION)-py3-none-manylinux_2_35_x86_64.whl wheel.part-
+	mv $(GPU)/p1/wheel.part-ab $(GPU)/p2/ && cd $(REG)/pypi && sha256sum mlx_cuda_13-$(MLX_VERSION)-py3-none-manylinux_2_35_x86_64.whl > $(abspath $(GPU))/p2/wheel.sha256
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(GPU)/stage/bin/mlxgo .
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(GPU)/stage/bin/mkpack ./native/mkpack
+	CGO_ENABLED=0 $(GO) test -c -trimpath -ldflags "-s -w" -o $(GPU)/stage/bin/models.test ./models
+	cp $(CACHE)/native/build/linux-amd64-cuda13/libmlxgo.so $(GPU)/stage/bin/
+	cp -r $(DATA)/tokenizers/llama3_1 $(GPU)/stage/tok/
+	tar -cJf $(GPU)/p1/bin.tar.xz -C $(GPU)/stage bin tok
+	python3 -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: --python-version 3.12 \
+	  --implementation cp --platform manylinux_2_35_x86_64 -d $(GPU)/p2/whl mlx==$(MLX_VERSION) mlx-lm==0.32.2
+	du -sh $(GPU)/p1 $(GPU)/p2
 
 # ---- The mlx-lm oracle (models/testdata/oracle/README.md): fixtures, never committed ----
 ORACLE := $(CACHE)/oracle

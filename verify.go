@@ -47,7 +47,7 @@ type verifyReport struct {
 	Pack     *packReport      `json:"pack,omitempty"`
 	CPU      native.CPUInfo   `json:"cpu"`
 	GPU      native.GPUInfo   `json:"nvidia"`
-	CUDA     *cudaReport      `json:"cuda,omitempty"`
+	CUDA     *mlx.CUDAReport  `json:"cuda,omitempty"`
 	MLX      *mlx.RuntimeInfo `json:"mlx,omitempty"`
 	Checks   []mlx.Check      `json:"smoke_test,omitempty"`
 }
@@ -117,7 +117,7 @@ func (c *verifyNativeCommand) verify(ctx context.Context) *verifyReport {
 		return r
 	}
 
-	cu, err := loadPack(p)
+	cu, err := mlx.LoadPack(p)
 	if err != nil {
 		fail("%v", err)
 		return r

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/ebitengine/purego"
+	"github.com/mlxgo/mlxgo/native"
 )
 
 // Library is one shared library to load before the shim: the CUDA pack's
@@ -57,3 +58,51 @@ func Preload(libs []Library) ([]LoadedLibrary, error) {
 // sees, before it first looks. Under purego's fakecgo runtime os.Setenv
 // updates the C environment too; this says so in one place.
 func SetCEnv(key, value string) error { return os.Setenv(key, value) }
+
+// CUDAReport is what LoadPack loaded for a CUDA pack (verify-native prints it).
+type CUDAReport struct {
+	Home      string          `json:"cuda_home,omitempty"`
+	Libraries []LoadedLibrary `json:"libraries"`
+}
+
+// LoadPack loads MLX from p, the one way every command and test does. For the
+// CUDA pack it first finds NVIDIA's libraries (native.FindCUDA, one search
+// order) and loads each by absolute path, so that a missing one is an error
+// naming it rather than a failed dlopen of libmlx.so; points MLX's kernel JIT
+// at the CUDA headers when the user has not (CUDA_HOME); and makes the GPU
+// the default device. The report is nil for other packs.
+func LoadPack(p *native.Pack) (*CUDAReport, error) {
+	var rep *CUDAReport
+	if p.NeedsCUDA() {
+		cu, err := native.FindCUDA(native.CUDASearch{GPU: native.DetectGPU()})
+		if err != nil {
+			return nil, fmt.Errorf("cannot load the native pack %s: %w", p.Dir, err)
+		}
+		libs := []Library{{Soname: "libcuda.so.1", Path: cu.LibCUDA, Hint: "the NVIDIA driver's library"}}
+		for _, l := range cu.Libs {
+			if l.Path == "" && !l.Needed {
+				continue // a dependency found nowhere: its dependant's own search may still find it
+			}
+			libs = append(libs, Library{Soname: l.Soname, Path: l.Path, Hint: l.MissingHint()})
+		}
+		loaded, err := Preload(libs)
+		if err != nil {
+			return nil, fmt.Errorf("cannot load the native pack %s: %w", p.Dir, err)
+		}
+		rep = &CUDAReport{Home: cu.Home, Libraries: loaded}
+		if cu.Home != "" {
+			if err := SetCEnv("CUDA_HOME", cu.Home); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := Load(p.ShimPath()); err != nil {
+		return nil, fmt.Errorf("cannot load the native pack %s: %w", p.Dir, err)
+	}
+	if rep != nil {
+		if err := Do(func() error { return SetDefaultDevice(Device{Type: GPU}) }); err != nil {
+			return nil, fmt.Errorf("cannot make the GPU the default device: %w", err)
+		}
+	}
+	return rep, nil
+}

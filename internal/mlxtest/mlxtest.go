@@ -31,7 +31,7 @@ func Need(t testing.TB) {
 			noPack = err
 			return
 		}
-		if loadErr = mlx.Load(p.ShimPath()); loadErr != nil {
+		if _, loadErr = mlx.LoadPack(p); loadErr != nil {
 			return
 		}
 		loadErr = mlx.Do(func() error { return mlx.SetCPUKernels(Kernels(), Threads(), "") })

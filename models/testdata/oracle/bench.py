@@ -44,15 +44,24 @@ FILLER_SEED = 512
 def make_prompt(model: Path, tokens: int) -> Path:
     """A fixed English text of about `tokens` tokens for this model's tokenizer
     (faker, seeded), cut at a token boundary and written once."""
-    from faker import Faker
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(str(model))
-    fake = Faker("en_US")
-    Faker.seed(FILLER_SEED)
     text = ""
-    while len(tok.encode(text, add_special_tokens=False)) < tokens + 16:
-        text += fake.paragraph(nb_sentences=8) + "\n\n"
+    try:
+        from faker import Faker
+    except ImportError:  # the GPU machine has no faker: seeded common words instead
+        import random
+
+        rng = random.Random(FILLER_SEED)
+        words = "the of and to in is was for on that with as by at from it an be this which or are".split()
+        while len(tok.encode(text, add_special_tokens=False)) < tokens + 16:
+            text += " ".join(rng.choice(words) for _ in range(64)) + ".\n\n"
+    else:
+        fake = Faker("en_US")
+        Faker.seed(FILLER_SEED)
+        while len(tok.encode(text, add_special_tokens=False)) < tokens + 16:
+            text += fake.paragraph(nb_sentences=8) + "\n\n"
     ids = tok.encode(text, add_special_tokens=False)[:tokens]
     out = oracle_dir() / "bench" / f"prompt-{model.name}-{tokens}.txt"
     out.parent.mkdir(parents=True, exist_ok=True)

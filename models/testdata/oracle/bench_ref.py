@@ -54,6 +54,9 @@ from mlx.utils import tree_flatten, tree_map_with_path  # noqa: E402
 from mlx_lm import load  # noqa: E402
 from mlx_lm.generate import generate_step  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from oracle_common import oracle_device  # noqa: E402
+
 
 def cast_model(model, dtype):
     """mlx_lm.convert's cast: every floating parameter except quantized scales' kin."""
@@ -83,7 +86,7 @@ def main() -> int:
     ap.add_argument("--dtype", choices=["float32", "float16", "bfloat16"], help="cast parameters after loading")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
-    mx.set_default_device(mx.cpu)
+    mx.set_default_device(oracle_device())
 
     t = time.time()
     model, tokenizer = load(str(args.model))

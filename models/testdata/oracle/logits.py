@@ -46,7 +46,7 @@ from mlx_lm.models.cache import make_prompt_cache
 from mlx_lm.utils import load_model
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from oracle_common import fingerprint_dir, oracle_dir, prompt_ids, versions, write_json  # noqa: E402
+from oracle_common import fingerprint_dir, oracle_device, oracle_dir, prompt_ids, versions, write_json  # noqa: E402
 
 DEFAULT_KV_GROUP_SIZE = 64  # mlx_lm.generate's --kv-group-size default
 DEFAULT_STEPS = 64
@@ -248,7 +248,7 @@ def main() -> int:
     ap.add_argument("--max-kv-size", type=int)
     ap.add_argument("--no-checks", action="store_true", help="skip the rerun and no-compile comparisons")
     args = ap.parse_args()
-    mx.set_default_device(mx.cpu)
+    mx.set_default_device(oracle_device())
 
     if args.suite:
         models = oracle_dir() / "models"

@@ -84,3 +84,11 @@ def prompt_ids(seed: int, length: int, vocab_size: int) -> list:
 
     rng = np.random.default_rng(seed)
     return [int(t) for t in rng.integers(0, vocab_size, size=length)]
+
+
+def oracle_device():
+    """The MLX device the oracle runs on: the CPU unless MLXGO_ORACLE_DEVICE=gpu
+    (testdata/gpu/run.sh, where the oracle and mlxgo share the CUDA libmlx.so)."""
+    import mlx.core as mx
+
+    return mx.gpu if os.environ.get("MLXGO_ORACLE_DEVICE") == "gpu" else mx.cpu

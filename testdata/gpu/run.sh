@@ -1,0 +1,118 @@
+#!/bin/bash
+# testdata/gpu/run.sh — the CUDA pack on an NVIDIA GPU machine (issue 11), in stages:
+#
+#   stash    keep the first part of the mlx-cuda-13 wheel (and the binaries) in $W
+#   install  reassemble the wheel; pip-install it, mlx and mlx-lm into $W/site with the
+#            machine's own nvidia/ pip tree linked beside; assemble the cuda13 pack from the
+#            same wheel with mkpack (so mlxgo and mlx-lm run the same libmlx.so)
+#   verify   mlxgo verify-native on the GPU
+#   l1       the L1 suite's tiny models: mlx-lm's logits on the GPU (logits.py --suite),
+#            then mlxgo's TestL1 against them (models.test), MLX_ENABLE_TF32=0 in both
+#   bench1b  mlxgo generate vs mlx-lm, alternating (bench.py), Llama-3.2-1B shape bf16 + q4g64
+#   bench8b  the same for the Llama-3.1-8B shape
+#   summary  one table from the bench JSON
+#
+# Run from the repo root: testdata/gpu/run.sh STAGE... ; `make gpu-check` prepares what
+# travels (.gpu/, git-ignored through .git/info/exclude) and prints the device commands.
+# Everything it prints goes to $OUT too; state lives in $W while the machine stays warm.
+# DEADLINE (seconds since this script started) skips stages that would start too late.
+set -u
+RET=${OUT:-/tmp/mlxgo-gpu-out} # what comes back: at most 8 files, so logs are tarred into it
+W=${W:-/tmp/mlxgo-gpu}
+OUT=$W/out
+PY=${PY:-python3}
+NVIDIA=${NVIDIA:-/opt/torch/.venv/lib/python3.12/site-packages/nvidia}
+DEADLINE=${DEADLINE:-100000}
+PACK=$W/native/pack/linux-amd64-cuda13
+REPO=$PWD
+mkdir -p "$RET" "$OUT" "$W/results"
+export MLX_ENABLE_TF32=0 PYTHONUNBUFFERED=1 PYTHONPATH=$W/site MLXGO_ORACLE_DIR=$W/oracle
+log() { echo "== $(date -u +%FT%TZ) +${SECONDS}s $*" | tee -a "$OUT/summary.txt"; }
+keep() { cp -f "$@" "$W/results/" 2>/dev/null; }
+
+stage_stash() {
+	cp .gpu/p1/wheel.part-* "$W/" && tar -xJf .gpu/p1/bin.tar.xz -C "$W" && ls -la "$W" "$W/bin"
+	nvidia-smi; cat /proc/driver/nvidia/version; ldconfig -p | grep -E 'libcuda\.|libnvrtc|libcublas' ; ls "$NVIDIA" "$NVIDIA"/cu13/lib "$NVIDIA"/cu13/include | head -80
+	"$PY" -c 'import transformers, numpy; print("transformers", transformers.__version__, "numpy", numpy.__version__)'
+	"$PY" -m pip --version
+}
+
+stage_install() {
+	cat "$W"/wheel.part-* .gpu/p2/wheel.part-* > "$W/mlx_cuda_13-0.32.4-py3-none-manylinux_2_35_x86_64.whl" || return 1
+	(cd "$W" && sha256sum -c "$REPO/.gpu/p2/wheel.sha256") || return 1
+	"$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$W/site" \
+		"$W"/mlx_cuda_13-*.whl .gpu/p2/whl/*.whl || return 1
+	ln -sfn "$NVIDIA" "$W/site/nvidia"
+	rm -rf "$W/wheel" && "$PY" -m zipfile -e "$W"/mlx_cuda_13-*.whl "$W/wheel" || return 1
+	"$W/bin/mkpack" build -variant linux-amd64-cuda13 -wheel "$W/wheel" -shim "$W/bin/libmlxgo.so" -out "$W/native" || return 1
+	cmp "$W/site/mlx/lib/libmlx.so" "$PACK/mlx/lib/libmlx.so" && echo "same libmlx.so in the pack and in mlx-lm's site"
+	"$PY" -c 'import mlx.core as mx, mlx_lm; print("mlx", mx.__version__, "default", mx.default_device(), "cuda", mx.cuda.is_available())'
+	nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap --format=csv
+}
+
+stage_verify() {
+	MLXGO_NATIVE_DIR=$PACK "$W/bin/mlxgo" verify-native > "$OUT/verify-native.txt" 2>&1
+	local rc=$?
+	MLXGO_NATIVE_DIR=$PACK "$W/bin/mlxgo" verify-native --json > "$OUT/verify-native.json" 2>/dev/null
+	cat "$OUT/verify-native.txt"; keep "$OUT/verify-native.txt" "$OUT/verify-native.json"
+	return $rc
+}
+
+stage_l1() {
+	export MLXGO_ORACLE_DEVICE=gpu
+	"$PY" models/testdata/oracle/make_tiny.py > "$OUT/l1-oracle.txt" 2>&1 &&
+		"$PY" models/testdata/oracle/logits.py --suite >> "$OUT/l1-oracle.txt" 2>&1
+	local rc=$?
+	tail -5 "$OUT/l1-oracle.txt"
+	[ $rc = 0 ] || return $rc
+	(cd models && MLXGO_NATIVE_DIR=$PACK "$W/bin/models.test" -test.run '^TestL1$' -test.v -test.count=1) > "$OUT/l1.txt" 2>&1
+	rc=$?
+	grep -E '^(---|===|ok|FAIL|PASS)|max abs|differ' "$OUT/l1.txt" | grep -v '=== RUN' | tail -60
+	keep "$OUT/l1.txt" "$OUT/l1-oracle.txt"
+	return $rc
+}
+
+bench_one() { # model-dir rounds
+	local m=$1 rounds=$2 name
+	name=$(basename "$m")
+	MLXGO_ORACLE_DEVICE=gpu "$PY" models/testdata/oracle/bench.py --model "$m" --rounds "$rounds" \
+		--prompt-tokens 512 --max-tokens 128 --json "$OUT/bench-$name.json" \
+		--b-cmd "MLXGO_NATIVE_DIR=$PACK $W/bin/mlxgo generate -m {model} --raw --temp 0 --ignore-eos --max-tokens {max_tokens} --json-stats < {prompt_file}" \
+		> "$OUT/bench-$name.txt" 2>&1
+	local rc=$?
+	grep '^bench:' "$OUT/bench-$name.txt"
+	keep "$OUT/bench-$name.json" "$OUT/bench-$name.txt"
+	return $rc
+}
+
+stage_bench1b() {
+	[ -f "$W/results/bench-llama1b-q4g64.json" ] && { echo "already measured"; return 0; }
+	"$PY" testdata/gpu/make_big.py --out "$W/big" --tokenizer "$W/tok/llama3_1" 1b || return 1
+	bench_one "$W/big/llama1b-bf16" 3; bench_one "$W/big/llama1b-q4g64" 3
+}
+
+stage_bench8b() {
+	"$PY" testdata/gpu/make_big.py --out "$W/big" --tokenizer "$W/tok/llama3_1" 8b || return 1
+	bench_one "$W/big/llama8b-bf16" 2; bench_one "$W/big/llama8b-q4g64" 2
+}
+
+stage_summary() {
+	"$PY" testdata/gpu/summary.py "$W"/results/bench-*.json | tee "$OUT/bench-summary.txt"
+	keep "$OUT/bench-summary.txt"
+}
+
+for s in "$@"; do
+	if [ "$SECONDS" -gt "$DEADLINE" ]; then
+		log "$s: skipped (past DEADLINE=${DEADLINE}s)"
+		continue
+	fi
+	log "$s"
+	"stage_$s" 2>&1 | tee "$OUT/stage-$s.log"
+	log "$s: rc=${PIPESTATUS[0]}"
+done
+# Back: the summary, the key reports, and every log of this and earlier calls on
+# this warm machine in one tarball.
+cp -f "$OUT/summary.txt" "$RET/" 2>/dev/null
+for f in verify-native.txt bench-summary.txt; do [ -f "$W/results/$f" ] && cp -f "$W/results/$f" "$RET/"; done
+tar -czf "$RET/logs.tar.gz" -C "$W" out results 2>/dev/null
+true
