@@ -389,6 +389,7 @@ def main() -> int:
     threads = args.threads or physical_cores()
     llama_cpp.llama_backend_init()
 
+    load_start = os.getloadavg()
     mach = machine()
     mach["cores_physical"] = physical_cores()
     vers = versions(mlxgo)
@@ -492,11 +493,14 @@ def main() -> int:
         f"serve_batch{args.serve_batch}_aggregate_over_single_ge_3x": serve_med.get("aggregate_over_single"),
     }
 
+    load_end = os.getloadavg()
+    mach["loadavg_start"], mach["loadavg_end"] = load_start, load_end
+
     # table
     out = []
     out.append(f"machine:  {mach['cpu']}, {mach['cores_physical']} physical cores ({mach['cores_usable']} usable), "
-               f"{mach['memory_bytes'] / 2**30:.1f} GiB, Linux {mach['kernel']}, loadavg "
-               f"{' '.join(f'{x:.2f}' for x in mach['loadavg'])}")
+               f"{mach['memory_bytes'] / 2**30:.1f} GiB, Linux {mach['kernel']}; loadavg at start "
+               f"{' '.join(f'{x:.2f}' for x in load_start)}, at end {' '.join(f'{x:.2f}' for x in load_end)}")
     out.append(f"versions: {vers['mlxgo']}, commit {vers['commit']}; llama-cpp-python {vers['llama_cpp_python']} "
                f"({vers.get('llama_cpp_build', 'built from source, GGML_NATIVE=ON')}); {vers['go']}; "
                f"Python {vers['python']}, numpy {vers['numpy']}")
