@@ -36,7 +36,7 @@ Flags:
 	                   instruction-tuned embedders such as Qwen3-Embedding)
 	--truncate         cut inputs longer than the model's maximum length
 	                   instead of failing on them
-
+` + runtimeUsage + `
 Values are float32, printed so that parsing them as float32 gives the same bits.
 
 Example:

@@ -65,7 +65,7 @@ Flags:
 	                          tokens and decode tok/s, peak memory
 	--json-stats              print the figures as one JSON object, the last
 	                          line on stderr (for make bench)
-
+` + runtimeUsage + `
 A prompt longer than the model's context is an error, never cut. Ctrl-C
 stops at the next token; what was printed stays. Exit status: 0 done, 1
 failure, 2 usage error, 130 interrupted.

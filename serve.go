@@ -52,7 +52,7 @@ Flags:
 	--request-timeout D       end a request after D, e.g. 2m (default: none)
 	--shutdown-grace D        how long running requests may finish after a
 	                          signal (default 10s)
-
+` + runtimeUsage + `
 Example:
 	$ mlxgo serve -m ./Qwen3-0.6B-4bit --port 8000 &
 	$ curl -s localhost:8000/v1/chat/completions -d '{"messages":[{"role":"user","content":"Hi"}]}'

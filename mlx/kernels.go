@@ -25,6 +25,25 @@ type CPUKernels struct {
 	Threads int    // threads mlxgo's kernels run on (the caller's included)
 }
 
+// String is how a composition records the selection, e.g. "mlxgo avx512 x2
+// threads" or "mlx".
+func (k CPUKernels) String() string {
+	if k.Kernels != KernelsMLXGO {
+		return k.Kernels
+	}
+	return fmt.Sprintf("%s %s x%d threads", k.Kernels, k.ISA, k.Threads)
+}
+
+// RuntimeDescription is "MLX <version>" with the CPU kernels in use, for
+// execution compositions.
+func RuntimeDescription() string {
+	s := "MLX " + Version()
+	if k, err := CPUKernelsInUse(); err == nil {
+		s += ", CPU kernels " + k.String()
+	}
+	return s
+}
+
 // SetCPUKernels selects the CPU kernels for graphs built after it. threads
 // is the size of the kernels' thread pool (at least 1); isa forces an
 // instruction set ("" picks the best this CPU has).
@@ -70,6 +89,19 @@ func CPUPacking() bool {
 	}
 	d, err := DefaultDevice()
 	return err == nil && d.Type == CPU
+}
+
+// CPUKernelSelfTest compares one of the kernels' building blocks with MLX's
+// scalar code on every stride-th float32 bit pattern and on every
+// instruction set this CPU runs: "exp" (MLX's simd::exp), "round_f16",
+// "round_bf16" (an op's rounding to the dtype), "store_f16", "store_bf16"
+// (the conversion that writes a result, NaN canonicalized as MLX does).
+func CPUKernelSelfTest(what string, stride uint64) (checked, mismatches uint64, err error) {
+	if !loaded.Load() {
+		return 0, 0, ErrNotLoaded
+	}
+	err = check("cpu_selftest", fn.cpuSelftest(what, stride, &checked, &mismatches))
+	return checked, mismatches, err
 }
 
 // Packed is a quantized weight [N][K] (nn.QuantizedLinear's layout) repacked

@@ -208,3 +208,254 @@ func TestCPUKernelsQuantizedMatmul(t *testing.T) {
 		}
 	}
 }
+
+func TestCPUKernelsPacked(t *testing.T) {
+	mlxtest.Need(t)
+	isaList := runnableISAs(t)
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, sdt := range floatDtypes {
+		for _, xdt := range floatDtypes {
+			for _, bits := range []int{2, 3, 4, 5, 6, 8} {
+				for _, c := range []struct{ m, n, groups, gs int }{{1, 33, 2, 32}, {5, 47, 1, 64}, {17, 16, 1, 128}} {
+					// float16 and bfloat16 scales only meet their own dtype or
+					// float32 activations in the models; test those pairs.
+					if sdt != mlx.Float32 && xdt != sdt && xdt != mlx.Float32 {
+						continue
+					}
+					k := c.groups * c.gs
+					q := mlx.Quant{GroupSize: c.gs, Bits: bits, Mode: "affine"}
+					words := randomWords(r, c.n*k*bits/32)
+					scales := randomFloats(r, c.n*c.groups, 0.1, 0.01)
+					biases := randomFloats(r, c.n*c.groups, 0.05, 0)
+					x := randomFloats(r, c.m*k, 1, 0.02)
+					ids := make([]int32, c.m)
+					for i := range ids {
+						ids[i] = int32(r.IntN(c.n))
+					}
+					name := fmt.Sprintf("scales_%s/x_%s/%dbit/m%d_n%d_k%d", sdt, xdt, bits, c.m, c.n, k)
+					inputs := func() (*mlx.Array, *mlx.Array, *mlx.Array, *mlx.Array) {
+						return floatsAs(x, xdt, c.m, k), mlx.FromSlice(words, c.n, k*bits/32),
+							floatsAs(scales, sdt, c.n, c.groups), floatsAs(biases, sdt, c.n, c.groups)
+					}
+					t.Run(name+"/matmul", func(t *testing.T) {
+						compareKernels(t, isaList, func() (*mlx.Array, error) {
+							xa, w, s, b := inputs()
+							k, _ := mlx.CPUKernelsInUse()
+							if k.Kernels == mlx.KernelsMLX {
+								y := mlx.QuantizedMatmul(xa, w, s, b, true, q)
+								return y, y.Err()
+							}
+							p, err := mlx.PackQuantized(w, s, b, q)
+							if err != nil {
+								return nil, err
+							}
+							y := mlx.PackedMatmul(xa, p)
+							return y, y.Err()
+						})
+					})
+					if xdt != sdt {
+						continue
+					}
+					t.Run(name+"/embedding", func(t *testing.T) {
+						compareKernels(t, isaList, func() (*mlx.Array, error) {
+							_, w, s, b := inputs()
+							idx := mlx.FromSlice(ids, 1, c.m)
+							k, _ := mlx.CPUKernelsInUse()
+							if k.Kernels == mlx.KernelsMLX {
+								y := mlx.Dequantize(mlx.Take(w, idx, 0), mlx.Take(s, idx, 0), mlx.Take(b, idx, 0), q)
+								return y, y.Err()
+							}
+							p, err := mlx.PackQuantized(w, s, b, q)
+							if err != nil {
+								return nil, err
+							}
+							y := mlx.PackedEmbedding(idx, p)
+							return y, y.Err()
+						})
+					})
+				}
+			}
+		}
+	}
+}
+
+func TestCPUKernelsMatmul(t *testing.T) {
+	mlxtest.Need(t)
+	isaList := runnableISAs(t)
+	r := rand.New(rand.NewPCG(5, 6))
+	type shape struct {
+		batch   []int
+		m, n, k int
+	}
+	shapes := []shape{{nil, 1, 1, 1}, {nil, 1, 33, 17}, {nil, 3, 7, 5}, {nil, 7, 100, 64}, {nil, 16, 31, 129},
+		{nil, 64, 40, 33}, {nil, 513, 9, 20}, {[]int{3}, 2, 18, 11}, {[]int{2, 3}, 5, 6, 7}}
+	for _, dt := range floatDtypes {
+		for si, sh := range shapes {
+			for _, ta := range []bool{false, true} {
+				for _, tb := range []bool{false, true} {
+					special := 0.0
+					if si%3 == 1 {
+						special = 0.03
+					}
+					nb := 1
+					for _, d := range sh.batch {
+						nb *= d
+					}
+					av := randomFloats(r, nb*sh.m*sh.k, 1, special)
+					bv := randomFloats(r, sh.k*sh.n, 1, special) // b broadcast over the batch
+					cv := randomFloats(r, sh.n, 1, 0)
+					mk := func(v []float32, trans bool, rows, cols int, batch []int) *mlx.Array {
+						shape := append(append([]int{}, batch...), rows, cols)
+						if !trans {
+							return floatsAs(v, dt, shape...)
+						}
+						tshape := append(append([]int{}, batch...), cols, rows)
+						a := floatsAs(v, dt, tshape...)
+						return mlx.SwapAxes(a, -1, -2)
+					}
+					name := fmt.Sprintf("%s/b%v_m%d_n%d_k%d/ta%v_tb%v", dt, sh.batch, sh.m, sh.n, sh.k, ta, tb)
+					t.Run(name, func(t *testing.T) {
+						compareKernels(t, isaList, func() (*mlx.Array, error) {
+							y := mlx.Matmul(mk(av, ta, sh.m, sh.k, sh.batch), mk(bv, tb, sh.k, sh.n, nil))
+							return y, y.Err()
+						})
+					})
+					if len(sh.batch) > 0 {
+						continue
+					}
+					for _, ab := range [][2]float32{{1, 1}, {0.5, 2}, {1, 0}, {-1.5, 1}} {
+						t.Run(fmt.Sprintf("%s/addmm_alpha%g_beta%g", name, ab[0], ab[1]), func(t *testing.T) {
+							compareKernels(t, isaList, func() (*mlx.Array, error) {
+								y := mlx.Addmm(floatsAs(cv, dt, sh.n), mk(av, ta, sh.m, sh.k, nil), mk(bv, tb, sh.k, sh.n, nil), ab[0], ab[1])
+								return y, y.Err()
+							})
+						})
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestCPUKernelsAttention(t *testing.T) {
+	mlxtest.Need(t)
+	isaList := runnableISAs(t)
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, dt := range floatDtypes {
+		for _, c := range []struct {
+			b, h, hkv, lq, lk, d int
+			mask                 string // "", "causal", "bool", "additive"
+			sinks                bool
+		}{
+			{1, 9, 3, 1, 37, 64, "", false}, {1, 4, 4, 5, 5, 16, "causal", false}, {2, 6, 2, 7, 19, 32, "causal", false},
+			{1, 8, 2, 3, 11, 8, "bool", false}, {1, 2, 1, 4, 9, 24, "additive", false}, {1, 4, 2, 2, 6, 16, "", true},
+			{1, 4, 4, 33, 33, 64, "causal", true},
+		} {
+			name := fmt.Sprintf("%s/b%d_h%d_kv%d_q%d_k%d_d%d_%s_sinks%v", dt, c.b, c.h, c.hkv, c.lq, c.lk, c.d, c.mask, c.sinks)
+			q := randomFloats(r, c.b*c.h*c.lq*c.d, 1, 0)
+			k := randomFloats(r, c.b*c.hkv*c.lk*c.d, 1, 0)
+			v := randomFloats(r, c.b*c.hkv*c.lk*c.d, 1, 0)
+			m := randomFloats(r, c.lq*c.lk, 2, 0)
+			sk := randomFloats(r, c.h, 1, 0)
+			t.Run(name, func(t *testing.T) {
+				compareKernels(t, isaList, func() (*mlx.Array, error) {
+					var mask, sinks *mlx.Array
+					mode := ""
+					switch c.mask {
+					case "causal":
+						mode = "causal"
+					case "bool":
+						mask = mlx.Greater(mlx.FromSlice(m, c.lq, c.lk), mlx.Scalar(0, mlx.Float32))
+					case "additive":
+						mask = floatsAs(m, dt, c.lq, c.lk)
+					}
+					if c.sinks {
+						sinks = floatsAs(sk, dt, c.h)
+					}
+					y := mlx.ScaledDotProductAttention(floatsAs(q, dt, c.b, c.h, c.lq, c.d), floatsAs(k, dt, c.b, c.hkv, c.lk, c.d),
+						floatsAs(v, dt, c.b, c.hkv, c.lk, c.d), 1/float32(math.Sqrt(float64(c.d))), mode, mask, sinks)
+					return y, y.Err()
+				})
+			})
+		}
+	}
+}
+
+func TestCPUKernelsNormRope(t *testing.T) {
+	mlxtest.Need(t)
+	isaList := runnableISAs(t)
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, xdt := range floatDtypes {
+		for _, wdt := range floatDtypes {
+			for _, shape := range [][]int{{1, 1, 576}, {2, 7, 64}, {3, 33}, {1, 5, 2, 100}} {
+				n := 1
+				for _, d := range shape {
+					n *= d
+				}
+				x := randomFloats(r, n, 3, 0.01)
+				w := randomFloats(r, shape[len(shape)-1], 1, 0)
+				t.Run(fmt.Sprintf("rms_norm/x_%s/w_%s/%v", xdt, wdt, shape), func(t *testing.T) {
+					compareKernels(t, isaList, func() (*mlx.Array, error) {
+						y := mlx.RMSNorm(floatsAs(x, xdt, shape...), floatsAs(w, wdt, shape[len(shape)-1]), 1e-5)
+						return y, y.Err()
+					})
+				})
+			}
+		}
+		for _, c := range []struct {
+			shape       []int
+			dims        int
+			traditional bool
+			offset      int
+			freqs       bool
+		}{
+			{[]int{1, 9, 1, 64}, 64, false, 37, false}, {[]int{1, 9, 7, 64}, 64, false, 0, false},
+			{[]int{2, 4, 5, 32}, 32, true, 3, false}, {[]int{1, 2, 3, 48}, 32, false, 9000, false},
+			{[]int{1, 3, 4, 16}, 16, true, 2, true}, {[]int{1, 6, 16}, 16, false, 5, false},
+			{[]int{1, 2, 2, 9, 32}, 24, false, 11, true},
+		} {
+			n := 1
+			for _, d := range c.shape {
+				n *= d
+			}
+			x := randomFloats(r, n, 2, 0.01)
+			f := randomFloats(r, c.dims/2, 1000, 0)
+			for i := range f {
+				f[i] = 1 + float32(math.Abs(float64(f[i])))
+			}
+			t.Run(fmt.Sprintf("rope/%s/%v_dims%d_trad%v_off%d_freqs%v", xdt, c.shape, c.dims, c.traditional, c.offset, c.freqs), func(t *testing.T) {
+				compareKernels(t, isaList, func() (*mlx.Array, error) {
+					var freqs *mlx.Array
+					if c.freqs {
+						freqs = mlx.FromSlice(f)
+					}
+					y := mlx.RoPE(floatsAs(x, xdt, c.shape...), c.dims, c.traditional, 10000, 1, c.offset, freqs)
+					if c.shape[0] == 2 && !c.freqs {
+						// a per-batch offset vector, as batched generation passes
+						y = mlx.RoPEDynamic(floatsAs(x, xdt, c.shape...), c.dims, c.traditional, 10000, 0.5,
+							mlx.FromSlice([]int32{int32(c.offset), int32(c.offset + 17)}), nil)
+					}
+					return y, y.Err()
+				})
+			})
+		}
+	}
+}
+
+// TestCPUKernelHelpers checks the vector exp and the dtype conversions the
+// kernels use against MLX's scalar ones on 2^32/257 float bit patterns
+// spread over the whole range (make bench-selftest sweeps all 2^32).
+func TestCPUKernelHelpers(t *testing.T) {
+	mlxtest.Need(t)
+	for _, what := range []string{"exp", "round_f16", "round_bf16", "store_f16", "store_bf16"} {
+		t.Run(what, func(t *testing.T) {
+			checked, bad, err := mlx.CPUKernelSelfTest(what, 257)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if checked < 1<<24 || bad != 0 {
+				t.Errorf("%d of %d values differ from MLX's", bad, checked)
+			}
+		})
+	}
+}

@@ -116,6 +116,7 @@ var fn struct {
 	clearCache       func() int32
 
 	cpuKernelsSet  func(mode, threads int32, isa string) int32
+	cpuSelftest    func(what string, stride uint64, checked, mismatches *uint64) int32
 	cpuKernelsInfo func(mode, threads *int32, isa **byte) int32
 	cpuPackQWeight func(w, scales, biases uintptr, groupSize, bits int32, out *uintptr) int32
 	cpuPackedQmm   func(x, packed uintptr, n, k, groupSize, bits, dtype int32, out *uintptr) int32
@@ -247,6 +248,7 @@ func symbols() []symbol {
 		{"mlxgo_clear_cache", &fn.clearCache},
 
 		{"mlxgo_cpu_kernels_set", &fn.cpuKernelsSet},
+		{"mlxgo_cpu_selftest", &fn.cpuSelftest},
 		{"mlxgo_cpu_kernels_info", &fn.cpuKernelsInfo},
 		{"mlxgo_cpu_pack_qweight", &fn.cpuPackQWeight},
 		{"mlxgo_cpu_packed_qmm", &fn.cpuPackedQmm},

@@ -58,7 +58,7 @@ func NewEmbeddings(m *embed.Model, dir, id, runtime string) *Embeddings {
 		ID: id, Model: m, Matryoshka: m.Kind == "qwen3",
 		Fingerprint: sync.OnceValues(art.Fingerprint),
 		Composition: Composition{
-			ModelRuntime:     fmt.Sprintf("%s, MLX %s", runtime, mlx.Version()),
+			ModelRuntime:     fmt.Sprintf("%s, %s", runtime, mlx.RuntimeDescription()),
 			WeightScheme:     fmt.Sprintf("%s embedding model, %d dimensions, up to %d tokens", m.Kind, m.Dims, m.MaxLen),
 			KVScheme:         "none (one forward pass, no KV cache)",
 			FidelityContract: contract,

@@ -120,7 +120,7 @@ func NewMLXModel(m models.Model, t *tok.Tokenizer, id, runtime string, cacheByte
 			return info.Artifact.Fingerprint()
 		},
 		Composition: Composition{
-			ModelRuntime:     fmt.Sprintf("%s, MLX %s", runtime, mlx.Version()),
+			ModelRuntime:     fmt.Sprintf("%s, %s", runtime, mlx.RuntimeDescription()),
 			WeightScheme:     fmt.Sprintf("%s %s, %s activations (%s)", info.ModelType, info.Quantization, info.Dtype, info.Format),
 			KVScheme:         info.Dtype + ", not quantized",
 			FidelityContract: "L1: logits bit-identical to mlx-lm 0.32.2 on the same libmlx",

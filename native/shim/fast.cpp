@@ -19,7 +19,7 @@ extern "C" {
 
 int mlxgo_fast_rms_norm(mlxgo_array x, mlxgo_array weight, float eps, mlxgo_array* out) {
   MLXGO_BEGIN
-  put(out, mx::fast::rms_norm(arr(x, "x"), opt(weight), eps));
+  put(out, mlxgo::cpu::rms_norm(arr(x, "x"), opt(weight), eps));
   MLXGO_END
 }
 
@@ -32,15 +32,16 @@ int mlxgo_fast_layer_norm(mlxgo_array x, mlxgo_array weight, mlxgo_array bias, f
 int mlxgo_fast_rope(mlxgo_array x, int dims, int traditional, int has_base, float base, float scale, int offset,
                     mlxgo_array freqs, mlxgo_array* out) {
   MLXGO_BEGIN
-  put(out, mx::fast::rope(arr(x, "x"), dims, traditional != 0, base_of(has_base, base), scale, offset, opt(freqs)));
+  put(out, mlxgo::cpu::rope(arr(x, "x"), dims, traditional != 0, base_of(has_base, base), scale, mx::array(offset, mx::int32),
+                           opt(freqs)));
   MLXGO_END
 }
 
 int mlxgo_fast_rope_dynamic(mlxgo_array x, int dims, int traditional, int has_base, float base, float scale,
                             mlxgo_array offset, mlxgo_array freqs, mlxgo_array* out) {
   MLXGO_BEGIN
-  put(out, mx::fast::rope(arr(x, "x"), dims, traditional != 0, base_of(has_base, base), scale, arr(offset, "offset"),
-                          opt(freqs)));
+  put(out, mlxgo::cpu::rope(arr(x, "x"), dims, traditional != 0, base_of(has_base, base), scale, arr(offset, "offset"),
+                           opt(freqs)));
   MLXGO_END
 }
 

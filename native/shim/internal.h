@@ -140,6 +140,10 @@ mx::array quantized_matmul(const mx::array& x, const mx::array& w, const mx::arr
 mx::array sdpa(const mx::array& queries, const mx::array& keys, const mx::array& values, float scale,
                const std::string& mask_mode, std::optional<mx::array> mask_arr,
                const std::optional<mx::array>& sinks);
+// fused.cpp
+mx::array rms_norm(const mx::array& x, const std::optional<mx::array>& weight, float eps);
+mx::array rope(const mx::array& x, int dims, bool traditional, std::optional<float> base, float scale,
+               const mx::array& offset, const std::optional<mx::array>& freqs);
 }  // namespace mlxgo::cpu
 
 #define MLXGO_BEGIN                                                        \

@@ -18,6 +18,7 @@
 #include "mlx/backend/cpu/encoder.h"
 #include "mlx/primitives.h"
 #include "mlx/utils.h"
+#include "mlx/backend/cpu/simd/simd.h"
 
 namespace mlxgo::cpu {
 
@@ -31,7 +32,8 @@ const Isa* best_isa() {
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
     return isa_avx512();
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c")) return isa_avx2();
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") && __builtin_cpu_supports("fma"))
+    return isa_avx2();
   return isa_base();
 }
 
@@ -45,6 +47,12 @@ const Isa* isa() {
 }
 
 bool on() { return g_mode.load(std::memory_order_relaxed) == 1; }
+
+}  // namespace
+
+bool kernels_on() { return on(); }
+
+namespace {
 
 std::optional<Dt> dt_of(mx::Dtype d) {
   if (d == mx::float32) return F32;
@@ -144,19 +152,23 @@ void run_gemm(const mx::array& a, const mx::array& b, const mx::array* c, mx::ar
   // converted once per batch element.
   const bool scale_a = j.sem == Sem::BlasNotA && alpha != 1.0f;
   const bool copy_a = dt != F32 || scale_a;
-  std::vector<float> af(copy_a ? size_t(M) * K : 0);
   const size_t es = out.itemsize();
+  // One job per batch element, all run in one pool round: attention's
+  // matmuls are many small batches (heads) of a few rows each.
+  std::vector<float> af(copy_a ? size_t(batch) * M * K : 0);
+  std::vector<GemmJob> jobs(batch, j);
   for (int64_t i = 0; i < batch; i++) {
     const int64_t ao = loc(i * M * K, a.shape(), a.strides());
-    GemmJob ji = j;
+    GemmJob& ji = jobs[i];
     if (copy_a) {
+      float* dst = af.data() + size_t(i) * M * K;
       for (int m = 0; m < M; m++)
         for (int kk = 0; kk < K; kk++) {
           float v;
           to_float(a.data<void>(), a.dtype(), ao + m * asm_ + kk * ask, &v);
-          af[size_t(m) * K + kk] = scale_a ? alpha * v : v;
+          dst[size_t(m) * K + kk] = scale_a ? alpha * v : v;
         }
-      ji.a = af.data();
+      ji.a = dst;
       ji.sam = K;
       ji.sak = 1;
     } else {
@@ -167,8 +179,8 @@ void run_gemm(const mx::array& a, const mx::array& b, const mx::array* c, mx::ar
     ji.b = b.data<uint8_t>() + loc(i * K * N, b.shape(), b.strides()) * es;
     if (c) ji.c = c->data<uint8_t>() + loc(i * M * N, c->shape(), c->strides()) * es;
     ji.out = out.data<uint8_t>() + i * M * N * es;
-    parallel(1, tiles, M, [&](int, int t0, int t1, int m0, int m1) { k->gemm(ji, t0, t1, m0, m1); });
   }
+  parallel(int(batch), tiles, M, [&](int b, int t0, int t1, int m0, int m1) { k->gemm(jobs[b], t0, t1, m0, m1); });
 }
 
 class Gemm : public mx::UnaryPrimitive {
@@ -382,6 +394,141 @@ class PackedOp : public mx::UnaryPrimitive {
   bool embed_;
 };
 
+
+// ---- fused attention ----
+//
+// The composition mlxgo::cpu::sdpa builds (MLX's CPU fallback), as one node:
+// per (batch, head, block of query rows): q' = T(scale) * q in T; scores =
+// q' @ k^T with the gemm's semantics; the mask (causal / boolean: where(m,
+// s, finfo(T).min); additive: s + m in T); sinks prepended; MLX's softmax;
+// p @ v. Same arithmetic per element; one scheduling step instead of
+// fifteen.
+struct AttnMeta {
+  float scale;
+  int mask;  // 0 none, 1 causal, 2 boolean array, 3 additive array
+  bool sinks;
+};
+
+template <class TT>
+void run_attention_typed(const std::vector<mx::array>& in, mx::array& out, AttnMeta p) {
+  const Isa* k = isa();
+  const Dt dt = *dt_of(out.dtype());
+  const mx::array &q = in[0], &kk = in[1], &v = in[2];
+  const int B = q.shape(0), Hq = q.shape(1), Lq = q.shape(2), D = q.shape(3);
+  const int Hkv = kk.shape(1), Lk = kk.shape(2), Dv = v.shape(3);
+  const int rep = Hq / Hkv;
+  const mx::array* mask = p.mask >= 2 ? &in[3] : nullptr;
+  const mx::array* sinks = p.sinks ? &in.back() : nullptr;
+  const int n = Lk + (p.sinks ? 1 : 0);
+  const float neg = static_cast<float>(static_cast<TT>(mx::finfo(out.dtype()).min));
+  const TT scale_t = static_cast<TT>(p.scale);
+  auto transposed = [](const mx::array& x) {
+    auto stx = x.strides()[x.ndim() - 2], sty = x.strides()[x.ndim() - 1];
+    if (stx == x.shape(-1) && sty == 1) return false;
+    return stx == 1 && sty == x.shape(-2);
+  };
+  // b = swapaxes(k) is "transposed" for MLX exactly when k's last two
+  // strides are (D, 1); v as it is.
+  const bool kt = !(kk.strides()[3] == Lk && kk.strides()[2] == 1) && kk.strides()[3] == 1 && kk.strides()[2] == D;
+  const Sem sem_s = dt != F32 ? Sem::SimdGemm : (kt ? Sem::BlasTransA : Sem::BlasNotA);
+  const Sem sem_v = dt != F32 ? Sem::SimdGemm : (transposed(v) ? Sem::BlasTransA : Sem::BlasNotA);
+  constexpr int RB = 32;  // query rows per task
+  const int blocks = (Lq + RB - 1) / RB;
+  const TT* qp = q.data<TT>();
+  TT* op = out.data<TT>();
+  Pool::get().run(B * Hq * blocks, [&](int task) {
+    const int blk = task % blocks, bh = task / blocks, h = bh % Hq, b = bh / Hq, hk = h / rep;
+    const int i0 = blk * RB, rows = std::min(RB, Lq - i0);
+    std::vector<float> qf(size_t(rows) * D), s(size_t(rows) * n), pv;
+    std::vector<TT> sc(size_t(rows) * Lk);
+    for (int i = 0; i < rows; i++)
+      for (int d = 0; d < D; d++) {
+        const int64_t l = b * q.strides()[0] + h * q.strides()[1] + (i0 + i) * q.strides()[2] + d * q.strides()[3];
+        qf[size_t(i) * D + d] = static_cast<float>(static_cast<TT>(scale_t * qp[l]));
+      }
+    GemmJob js{};
+    js.dt = dt;
+    js.sem = sem_s;
+    js.M = rows;
+    js.N = Lk;
+    js.K = D;
+    js.a = qf.data();
+    js.sam = D;
+    js.sak = 1;
+    js.b = kk.data<TT>() + b * kk.strides()[0] + hk * kk.strides()[1];
+    js.sbk = kk.strides()[3];
+    js.sbn = kk.strides()[2];
+    js.alpha = 1.0f;
+    js.out = sc.data();
+    k->gemm(js, 0, (Lk + k->tile_n - 1) / k->tile_n, 0, rows);
+    const int off = Lk - Lq;
+    for (int i = 0; i < rows; i++) {
+      float* row = s.data() + size_t(i) * n;
+      if (p.sinks) {
+        const mx::array& sk = *sinks;
+        row[0] = static_cast<float>(sk.data<TT>()[h * sk.strides()[0]]);
+        row++;
+      }
+      const int qi = i0 + i;
+      for (int j = 0; j < Lk; j++) {
+        TT x = sc[size_t(i) * Lk + j];
+        if (p.mask == 1) {
+          if (!(off + qi >= j)) x = static_cast<TT>(neg);
+        } else if (mask) {
+          const int64_t l = b * mask->strides()[0] + h * mask->strides()[1] + qi * mask->strides()[2] + j * mask->strides()[3];
+          if (p.mask == 2) {
+            if (!mask->data<bool>()[l]) x = static_cast<TT>(neg);
+          } else {
+            x = static_cast<TT>(x + mask->data<TT>()[l]);
+          }
+        }
+        row[j] = static_cast<float>(x);
+      }
+    }
+    k->softmax_rows(dt, s.data(), rows, n, n);
+    GemmJob jv{};
+    jv.dt = dt;
+    jv.sem = sem_v;
+    jv.M = rows;
+    jv.N = Dv;
+    jv.K = Lk;
+    jv.a = s.data() + (p.sinks ? 1 : 0);
+    jv.sam = n;
+    jv.sak = 1;
+    jv.b = v.data<TT>() + b * v.strides()[0] + hk * v.strides()[1];
+    jv.sbk = v.strides()[2];
+    jv.sbn = v.strides()[3];
+    jv.alpha = 1.0f;
+    jv.out = op + ((size_t(b) * Hq + h) * Lq + i0) * Dv;
+    k->gemm(jv, 0, (Dv + k->tile_n - 1) / k->tile_n, 0, rows);
+  });
+}
+
+class Attention : public mx::UnaryPrimitive {
+ public:
+  Attention(mx::Stream s, AttnMeta m) : UnaryPrimitive(s), m_(m) {}
+  void eval_cpu(const std::vector<mx::array>& in, mx::array& out) override {
+    out.set_data(mx::allocator::malloc(out.nbytes()));
+    auto& enc = mx::cpu::get_command_encoder(stream());
+    for (auto& x : in) enc.set_input_array(x);
+    enc.set_output_array(out);
+    std::vector<mx::array> ins;
+    for (auto& x : in) ins.push_back(mx::array::unsafe_weak_copy(x));
+    enc.dispatch([ins = std::move(ins), out = mx::array::unsafe_weak_copy(out), m = m_]() mutable {
+      if (out.dtype() == mx::float32) run_attention_typed<float>(ins, out, m);
+      else if (out.dtype() == mx::float16) run_attention_typed<mx::float16_t>(ins, out, m);
+      else run_attention_typed<mx::bfloat16_t>(ins, out, m);
+    });
+  }
+  void eval_gpu(const std::vector<mx::array>&, mx::array&) override {
+    throw std::runtime_error("mlxgo's CPU attention has no GPU kernel");
+  }
+  const char* name() const override { return "MlxgoAttention"; }
+
+ private:
+  AttnMeta m_;
+};
+
 bool on_cpu(const mx::array& a) { return a.has_primitive() && a.primitive().device() == mx::Device::cpu; }
 
 // swap replaces MLX's node named `name` at the top of `out` (or under one
@@ -483,51 +630,13 @@ mx::array sdpa(const mx::array& queries, const mx::array& keys, const mx::array&
   }
   if (has_sinks) inputs.push_back(mx::astype(*sinks, final_type));
 
-  auto q = mx::multiply(mx::array(scale, inputs[0].dtype()), inputs[0]);
-  const int n_repeats = n_q_heads / n_kv_heads;
-  auto k = inputs[1];
-  auto v = inputs[2];
-  if (n_repeats > 1) {
-    q = mx::unflatten(q, 1, {n_kv_heads, n_repeats});
-    k = mx::expand_dims(k, 2);
-    v = mx::expand_dims(v, 2);
-  }
-  auto scores = mlxgo::cpu::matmul(q, mx::swapaxes(k, -1, -2));
-  if (has_arr_mask || do_causal) {
-    mx::array mask = inputs.size() > 3 ? inputs[3] : mx::array(0);
-    if (do_causal) {
-      const int kL = k.shape(-2), qL = q.shape(-2), offset = kL - qL;
-      auto q_idx = mx::expand_dims(mx::arange(offset, qL + offset), 1);
-      auto k_idx = mx::expand_dims(mx::arange(0, kL), 0);
-      mask = mx::greater_equal(q_idx, k_idx);
-    }
-    if (n_repeats > 1 && mask.ndim() >= 3) {
-      if (mask.shape(-3) == 1)
-        mask = mx::expand_dims(mask, -3);
-      else
-        mask = mx::unflatten(mask, -3, {n_kv_heads, n_repeats});
-    }
-    if (mask.dtype() == mx::bool_)
-      scores = mx::where(mask, scores, mx::array(mx::finfo(scores.dtype()).min, scores.dtype()));
-    else
-      scores = mx::add(scores, mask);
-  }
-  if (has_sinks) {
-    auto s = mx::expand_dims(inputs.back(), {0, 2, 3});
-    if (scores.ndim() == 5) s = mx::unflatten(s, 1, {n_kv_heads, n_repeats});
-    auto bsx = scores.shape();
-    bsx.back() = 1;
-    scores = mx::concatenate(std::vector<mx::array>{mx::broadcast_to(s, bsx), scores}, -1);
-  }
-  scores = mx::softmax(scores, std::vector<int>{-1}, true);
-  if (has_sinks) {
-    auto start = mx::Shape(scores.ndim(), 0);
-    start.back() = 1;
-    scores = mx::slice(scores, std::move(start), scores.shape());
-  }
-  auto out = mlxgo::cpu::matmul(scores, v);
-  if (n_repeats > 1) out = mx::flatten(out, 1, 2);
-  return out;
+  if (!dt_of(final_type) || queries.shape(-1) == 0 || keys.shape(-2) == 0) return stock();
+  auto out_shape = queries.shape();
+  out_shape.back() = values.shape(-1);
+  const int mask_kind = do_causal ? 1 : !has_arr_mask ? 0 : inputs[3].dtype() == mx::bool_ ? 2 : 3;
+  return mx::array(out_shape, final_type,
+                   std::make_shared<Attention>(mx::default_stream(mx::Device::cpu), AttnMeta{scale, mask_kind, has_sinks}),
+                   std::move(inputs));
 }
 
 // pack_tile: rows [16*tile, 16*tile+16) of an MLX-layout weight [N][K] in
@@ -610,6 +719,65 @@ int mlxgo_cpu_kernels_info(int* mode, int* threads, const char** isa_name) {
   *mode = kc::g_mode.load();
   *threads = kc::Pool::get().threads();
   *isa_name = kc::isa()->name;
+  MLXGO_END
+}
+
+int mlxgo_cpu_selftest(const char* what, uint64_t stride, uint64_t* checked, uint64_t* mismatches) {
+  MLXGO_ANY_THREAD_BEGIN
+  if (checked == nullptr || mismatches == nullptr || stride == 0) throw shim::ArgError("bad selftest arguments");
+  const std::string w = shim::str(what);
+  *checked = *mismatches = 0;
+  const kc::Isa* table[] = {kc::isa_avx512(), kc::isa_avx2(), kc::isa_base()};
+  const kc::Isa* best = kc::best_isa();
+  bool runnable = false;
+  constexpr size_t chunk = 4096;
+  std::vector<float> in(chunk), got(chunk), want(chunk);
+  std::vector<uint16_t> got16(chunk), want16(chunk);
+  auto same = [](float a, float b) {
+    uint32_t x, y;
+    std::memcpy(&x, &a, 4);
+    std::memcpy(&y, &b, 4);
+    return x == y || (a != a && b != b);
+  };
+  for (auto* isa : table) {
+    if (isa == best) runnable = true;
+    if (!runnable) continue;
+    for (uint64_t base = 0; base < (1ull << 32); base += stride * chunk) {
+      size_t n = 0;
+      for (; n < chunk && base + n * stride < (1ull << 32); n++) {
+        uint32_t u = uint32_t(base + n * stride);
+        std::memcpy(&in[n], &u, 4);
+      }
+      if (w == "exp") {
+        isa->exp(in.data(), got.data(), n);
+        for (size_t i = 0; i < n; i++) want[i] = mx::simd::exp(mx::simd::Simd<float, 1>(in[i])).value;
+      } else if (w == "round_f16" || w == "round_bf16") {
+        const bool h = w == "round_f16";
+        isa->round(h ? kc::F16 : kc::BF16, in.data(), got.data(), n);
+        for (size_t i = 0; i < n; i++)
+          want[i] = h ? static_cast<float>(mx::float16_t(in[i])) : static_cast<float>(mx::bfloat16_t(in[i]));
+      } else if (w == "store_f16" || w == "store_bf16") {
+        const bool h = w == "store_f16";
+        isa->store(h ? kc::F16 : kc::BF16, in.data(), got16.data(), n);
+        for (size_t i = 0; i < n; i++) {
+          if (h) {
+            mx::float16_t v(in[i]);
+            std::memcpy(&want16[i], &v, 2);
+          } else {
+            mx::bfloat16_t v(in[i]);
+            std::memcpy(&want16[i], &v, 2);
+          }
+        }
+        for (size_t i = 0; i < n; i++) *mismatches += got16[i] != want16[i];
+        *checked += n;
+        continue;
+      } else {
+        throw shim::ArgError("unknown selftest " + w);
+      }
+      for (size_t i = 0; i < n; i++) *mismatches += !same(got[i], want[i]);
+      *checked += n;
+    }
+  }
   MLXGO_END
 }
 

@@ -212,6 +212,10 @@ MLXGO_API int mlxgo_clear_cache(void);
 MLXGO_API int mlxgo_cpu_kernels_set(int mode, int threads, const char* isa);
 /* isa points to a static string. */
 MLXGO_API int mlxgo_cpu_kernels_info(int* mode, int* threads, const char** isa);
+/* Compares a kernel helper with MLX's scalar code on every stride-th float bit pattern, on every instruction set
+ * this CPU runs: "exp" (simd::exp), "round_f16", "round_bf16", "store_f16", "store_bf16". NaN matches NaN for the
+ * float results; stores are compared bit for bit. */
+MLXGO_API int mlxgo_cpu_selftest(const char* what, uint64_t stride, uint64_t* checked, uint64_t* mismatches);
 /* Repacks a quantized weight [N][K*bits/32] (affine) for the CPU kernels; evaluates its inputs. */
 MLXGO_API int mlxgo_cpu_pack_qweight(mlxgo_array w, mlxgo_array scales, mlxgo_array biases, int group_size, int bits,
                                      mlxgo_array* out);

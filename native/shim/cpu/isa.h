@@ -104,9 +104,15 @@ struct Isa {
   int tile_n;
   void (*qmm)(const QmmJob& j, int tile0, int tile1, int m0, int m1);
   void (*gemm)(const GemmJob& j, int tile0, int tile1, int m0, int m1);
-  // Self-test hooks: the dtype roundings and conversions over n floats.
+  // MLX's CPU softmax (precise) over each of rows rows of n values, in
+  // place: s holds exact floats of dtype dt values, and gets back exact
+  // floats of the dtype dt probabilities.
+  void (*softmax_rows)(Dt dt, float* s, int rows, int n, long ld);
+  // Self-test hooks: the dtype roundings and conversions over n floats, and
+  // MLX's simd::exp.
   void (*round)(Dt dt, const float* in, float* out, size_t n);
   void (*store)(Dt dt, const float* in, void* out, size_t n);
+  void (*exp)(const float* in, float* out, size_t n);
 };
 
 const Isa* isa_avx512();

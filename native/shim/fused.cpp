@@ -1,0 +1,250 @@
+// fused.cpp — fast::rms_norm and fast::rope on the CPU as one node each.
+//
+// On the CPU, MLX runs both as chains of small ops (rms_norm 7, rope about
+// 25), and each op costs MLX a few microseconds of scheduling whatever its
+// size: at decode, two norms and two ropes per layer were most of a step.
+// These primitives compute what those chains compute, element by element,
+// with MLX's own scalar types and functions (the _MLX_Float16/_MLX_BFloat16
+// operators round every op as MLX's elementwise kernels do; detail::Cos,
+// detail::Sin and detail::Exp are MLX's inline polynomials) and its
+// reduction order (a sequential sum on x86, where MLX's SIMD width is 1).
+// make test compares them bit for bit with MLX's chains.
+#include <cmath>
+#include <cstring>
+
+#include "cpu/pool.h"
+#include "internal.h"
+#include "mlx/allocator.h"
+#include "mlx/backend/cpu/encoder.h"
+#include "mlx/backend/cpu/unary_ops.h"
+#include "mlx/primitives.h"
+
+namespace mlxgo::cpu {
+
+bool kernels_on();
+
+namespace {
+
+int64_t loc(int64_t elem, const mx::Shape& shape, const mx::Strides& strides) {
+  int64_t l = 0;
+  for (int i = int(shape.size()) - 1; i >= 0; --i) {
+    l += (elem % shape[i]) * strides[i];
+    elem /= shape[i];
+  }
+  return l;
+}
+
+template <class F>
+void dispatch_float(mx::Dtype d, F&& f) {
+  if (d == mx::float32) f(float{});
+  else if (d == mx::float16) f(mx::float16_t{});
+  else if (d == mx::bfloat16) f(mx::bfloat16_t{});
+  else throw std::runtime_error("fused op on a non-float dtype");
+}
+
+// Runs f(i) for i in [0, n) on the pool when there is enough work.
+template <class F>
+void rows(int64_t n, int64_t work_per_row, F&& f) {
+  const int64_t chunk = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, work_per_row));
+  const int64_t tasks = (n + chunk - 1) / chunk;
+  Pool::get().run(int(tasks), [&](int t) {
+    for (int64_t i = t * chunk, e = std::min(n, (t + 1) * chunk); i < e; i++) f(i);
+  });
+}
+
+// CpuPrim runs Kernel::run(params, inputs, out) on the stream's thread. The
+// parameters travel by value: MLX may release the graph node, and with it
+// this primitive, before the stream thread gets to the task.
+template <class Kernel>
+class CpuPrim : public mx::UnaryPrimitive {
+ public:
+  using Params = typename Kernel::Params;
+  CpuPrim(mx::Stream s, Params p) : UnaryPrimitive(s), p_(p) {}
+  const char* name() const override { return Kernel::name; }
+  void eval_gpu(const std::vector<mx::array>&, mx::array&) override {
+    throw std::runtime_error(std::string(Kernel::name) + " is a CPU kernel");
+  }
+  void eval_cpu(const std::vector<mx::array>& in, mx::array& out) override {
+    out.set_data(mx::allocator::malloc(out.nbytes()));
+    auto& enc = mx::cpu::get_command_encoder(stream());
+    for (auto& x : in) enc.set_input_array(x);
+    enc.set_output_array(out);
+    std::vector<mx::array> ins;
+    for (auto& x : in) ins.push_back(mx::array::unsafe_weak_copy(x));
+    enc.dispatch([p = p_, ins = std::move(ins), out = mx::array::unsafe_weak_copy(out)]() mutable {
+      Kernel::run(p, ins, out);
+    });
+  }
+
+ private:
+  Params p_;
+};
+
+// ---- rms_norm ----
+// MLX's fallback: x32 = float32(x); y = x32 * rsqrt(mean(x32^2, -1) + eps);
+// out = T(y) * weight, with weight cast to out's dtype T.
+struct RmsNorm {
+  static constexpr const char* name = "MlxgoRMSNorm";
+  struct Params {
+    float eps;
+    bool has_weight;
+  };
+  static void run(const Params& p, const std::vector<mx::array>& in, mx::array& out) {
+    const float eps_ = p.eps;
+    const bool has_weight_ = p.has_weight;
+    const mx::array& x = in[0];
+    const int D = x.shape(-1);
+    const int64_t R = D == 0 ? 0 : x.size() / D;
+    // mean multiplies the sum by 1/n, computed in double and stored as float.
+    const float inv_n = static_cast<float>(1.0 / D);
+    const float eps = eps_;
+    dispatch_float(x.dtype(), [&](auto tx) {
+      using TX = decltype(tx);
+      dispatch_float(out.dtype(), [&](auto to) {
+        using TO = decltype(to);
+        const TX* xp = x.data<TX>();
+        const TO* wp = has_weight_ ? in[1].data<TO>() : nullptr;
+        const int64_t ws = has_weight_ ? in[1].strides()[0] : 0;
+        const bool row_major = x.flags().row_contiguous;
+        const int64_t xs = x.strides()[x.ndim() - 1];
+        TO* op = out.data<TO>();
+        rows(R, D, [&](int64_t r) {
+          const TX* row = xp + (row_major ? r * D : loc(r * D, x.shape(), x.strides()));
+          const int64_t st = row_major ? 1 : xs;
+          float acc = 0.0f;
+          for (int i = 0; i < D; i++) {
+            float v = static_cast<float>(row[i * st]);
+            acc = acc + v * v;
+          }
+          const float sum = acc + 0.0f;  // the reduction adds its init last
+          const float mean = sum * inv_n;
+          const float rs = 1.0f / std::sqrt(mean + eps);
+          TO* o = op + r * D;
+          for (int i = 0; i < D; i++) {
+            float y = static_cast<float>(row[i * st]) * rs;
+            TO t = static_cast<TO>(y);
+            o[i] = has_weight_ ? static_cast<TO>(t * wp[i * ws]) : t;
+          }
+        });
+      });
+    });
+  }
+};
+
+// ---- rope ----
+// MLX's fallback with x viewed as [B, N, T, D]: positions (t + offset) *
+// scale in float32, inv_freqs exp(-j * log(base)/half) or 1/freqs, theta =
+// position * inv_freq, c = T(cos theta), s = T(sin theta); then in T
+// out1 = x1*c - x2*s and out2 = x1*s + x2*c, the rest of D copied.
+struct Rope {
+  static constexpr const char* name = "MlxgoRoPE";
+  struct Params {
+    int dims;
+    bool traditional;
+    float base, scale;
+    bool has_freqs;
+  };
+  static void run(const Params& p, const std::vector<mx::array>& in, mx::array& out) {
+    const int dims_ = p.dims;
+    const bool traditional_ = p.traditional, has_freqs_ = p.has_freqs;
+    const float base_ = p.base, scale_ = p.scale;
+    const mx::array& x = in[0];
+    const mx::array& off = in[1];
+    const int D = x.shape(-1), T = x.shape(-2), B = x.shape(0);
+    const int64_t N = x.size() / (int64_t(B) * T * D);
+    const int half = dims_ / 2;
+    std::vector<float> inv(half);
+    if (has_freqs_) {
+      const mx::array& f = in[2];
+      for (int j = 0; j < half; j++) inv[j] = 1.0f / f.data<float>()[loc(j, f.shape(), f.strides())];
+    } else {
+      const float c = std::log(base_) / half;
+      for (int j = 0; j < half; j++) inv[j] = mx::detail::Exp{}(static_cast<float>(-j) * c);
+    }
+    std::vector<float> offs(off.size());
+    for (size_t i = 0; i < off.size(); i++) {
+      int64_t l = loc(int64_t(i), off.shape(), off.strides());
+      offs[i] = off.dtype() == mx::uint32 ? static_cast<float>(off.data<uint32_t>()[l])
+                                          : static_cast<float>(off.data<int32_t>()[l]);
+    }
+    const int nb = off.size() > 1 ? B : 1;
+    dispatch_float(x.dtype(), [&](auto tag) {
+      using TT = decltype(tag);
+      // cos and sin per (batch of offsets, position, frequency)
+      std::vector<TT> cs(size_t(nb) * T * half), sn(size_t(nb) * T * half);
+      rows(int64_t(nb) * T, half * 8, [&](int64_t bt) {
+        const int b = int(bt / T), t = int(bt % T);
+        const float pos = (static_cast<float>(t) + offs[b]) * scale_;
+        for (int j = 0; j < half; j++) {
+          const float theta = pos * inv[j];
+          cs[bt * half + j] = static_cast<TT>(mx::detail::Cos{}(theta));
+          sn[bt * half + j] = static_cast<TT>(mx::detail::Sin{}(theta));
+        }
+      });
+      const TT* xp = x.data<TT>();
+      TT* op = out.data<TT>();
+      const bool row_major = x.flags().row_contiguous;
+      rows(int64_t(B) * N * T, D, [&](int64_t r) {
+        const int t = int(r % T), b = int(r / (N * T));
+        const TT* c = cs.data() + (size_t(nb > 1 ? b : 0) * T + t) * half;
+        const TT* s = sn.data() + (size_t(nb > 1 ? b : 0) * T + t) * half;
+        TT* o = op + r * D;
+        auto at = [&](int i) -> TT {
+          return row_major ? xp[r * D + i] : xp[loc(r * D + i, x.shape(), x.strides())];
+        };
+        for (int j = 0; j < half; j++) {
+          TT x1 = traditional_ ? at(2 * j) : at(j);
+          TT x2 = traditional_ ? at(2 * j + 1) : at(half + j);
+          TT o1 = static_cast<TT>(static_cast<TT>(x1 * c[j]) - static_cast<TT>(x2 * s[j]));
+          TT o2 = static_cast<TT>(static_cast<TT>(x1 * s[j]) + static_cast<TT>(x2 * c[j]));
+          if (traditional_) {
+            o[2 * j] = o1;
+            o[2 * j + 1] = o2;
+          } else {
+            o[j] = o1;
+            o[half + j] = o2;
+          }
+        }
+        for (int i = dims_; i < D; i++) o[i] = at(i);
+      });
+    });
+  }
+};
+
+bool float_type(mx::Dtype d) { return d == mx::float32 || d == mx::float16 || d == mx::bfloat16; }
+
+bool on_cpu_default() { return mx::default_device() == mx::Device::cpu; }
+
+}  // namespace
+
+mx::array rms_norm(const mx::array& x, const std::optional<mx::array>& weight, float eps) {
+  auto stock = [&] { return mx::fast::rms_norm(x, weight, eps); };
+  if (!kernels_on() || !on_cpu_default() || x.ndim() == 0 || x.size() == 0) return stock();
+  if (weight && (weight->ndim() != 1 || weight->size() != size_t(x.shape(-1)))) return stock();
+  auto out_type = weight ? mx::result_type({x, *weight}) : x.dtype();
+  if (!float_type(out_type) || !float_type(x.dtype())) return stock();
+  std::vector<mx::array> ins = {x};
+  if (weight) ins.push_back(mx::astype(*weight, out_type));
+  return mx::array(x.shape(), out_type, std::make_shared<CpuPrim<RmsNorm>>(mx::default_stream(mx::Device::cpu),
+                                                      RmsNorm::Params{eps, weight.has_value()}),
+                   std::move(ins));
+}
+
+mx::array rope(const mx::array& x, int dims, bool traditional, std::optional<float> base, float scale,
+               const mx::array& offset, const std::optional<mx::array>& freqs) {
+  auto stock = [&] { return mx::fast::rope(x, dims, traditional, base, scale, offset, freqs); };
+  if (!kernels_on() || !on_cpu_default() || x.ndim() < 3 || !float_type(x.dtype()) || x.size() == 0) return stock();
+  if (offset.ndim() > 1 || (offset.size() != 1 && offset.size() != size_t(x.shape(0)))) return stock();
+  if (offset.dtype() != mx::int32 && offset.dtype() != mx::uint32) return stock();
+  if (dims <= 0 || dims % 2 != 0 || dims > x.shape(-1) || freqs.has_value() == base.has_value()) return stock();
+  if (freqs && (freqs->ndim() != 1 || freqs->shape(0) != dims / 2)) return stock();
+  std::vector<mx::array> ins = {x, offset};
+  if (freqs) ins.push_back(mx::astype(*freqs, mx::float32));
+  return mx::array(x.shape(), x.dtype(),
+                   std::make_shared<CpuPrim<Rope>>(mx::default_stream(mx::Device::cpu),
+                                                   Rope::Params{dims, traditional, base.value_or(1.0f), scale,
+                                                                freqs.has_value()}),
+                   std::move(ins));
+}
+
+}  // namespace mlxgo::cpu
