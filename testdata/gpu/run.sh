@@ -27,6 +27,8 @@ PACK=$W/native/pack/linux-amd64-cuda13
 REPO=$PWD
 mkdir -p "$RET" "$OUT" "$W/results"
 export MLX_ENABLE_TF32=0 PYTHONUNBUFFERED=1 PYTHONPATH=$W/site MLXGO_ORACLE_DIR=$W/oracle
+# The same headers for both sides of L1 (see stage_install).
+[ -d /usr/local/cuda/include ] && export CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 log() { echo "== $(date -u +%FT%TZ) +${SECONDS}s $*" | tee -a "$OUT/summary.txt"; }
 keep() { cp -f "$@" "$W/results/" 2>/dev/null; }
 
@@ -42,7 +44,15 @@ stage_install() {
 	(cd "$W" && sha256sum -c "$REPO/.gpu/p2/wheel.sha256") || return 1
 	"$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$W/site" \
 		"$W"/mlx_cuda_13-*.whl .gpu/p2/whl/*.whl || return 1
-	ln -sfn "$NVIDIA" "$W/site/nvidia"
+	# mlx-lm's libmlx.so finds NVIDIA's libraries through its RPATH
+	# ($ORIGIN/../../nvidia/*/lib), so the machine's pip tree goes beside it, but
+	# without cu13/include: MLX's JIT takes <site>/nvidia/cu13/include before
+	# CUDA_HOME, and the torch image's copy lacks crt/mma.h (the 2026-12-01 run's
+	# qmm_sm90 kernels failed to compile on it). The toolkit's headers
+	# (/usr/local/cuda, what mlxgo's CUDA_HOME picks there too) are complete.
+	rm -rf "$W/site/nvidia" && mkdir -p "$W/site/nvidia/cu13"
+	for d in "$NVIDIA"/*; do [ "$(basename "$d")" = cu13 ] || ln -sfn "$d" "$W/site/nvidia/"; done
+	ln -sfn "$NVIDIA/cu13/lib" "$W/site/nvidia/cu13/lib"
 	rm -rf "$W/wheel" && "$PY" -m zipfile -e "$W"/mlx_cuda_13-*.whl "$W/wheel" || return 1
 	"$W/bin/mkpack" build -variant linux-amd64-cuda13 -wheel "$W/wheel" -shim "$W/bin/libmlxgo.so" -out "$W/native" || return 1
 	cmp "$W/site/mlx/lib/libmlx.so" "$PACK/mlx/lib/libmlx.so" && echo "same libmlx.so in the pack and in mlx-lm's site"
@@ -73,11 +83,12 @@ stage_l1() {
 }
 
 bench_one() { # model-dir rounds
+	export MLXGO_NATIVE_DIR=$PACK
 	local m=$1 rounds=$2 name
 	name=$(basename "$m")
 	MLXGO_ORACLE_DEVICE=gpu "$PY" models/testdata/oracle/bench.py --model "$m" --rounds "$rounds" \
 		--prompt-tokens 512 --max-tokens 128 --json "$OUT/bench-$name.json" \
-		--b-cmd "MLXGO_NATIVE_DIR=$PACK $W/bin/mlxgo generate -m {model} --raw --temp 0 --ignore-eos --max-tokens {max_tokens} --json-stats < {prompt_file}" \
+		--b-cmd "$W/bin/mlxgo generate -m {model} --raw --temp 0 --ignore-eos --max-tokens {max_tokens} --json-stats < {prompt_file}" \
 		> "$OUT/bench-$name.txt" 2>&1
 	local rc=$?
 	grep '^bench:' "$OUT/bench-$name.txt"
@@ -86,8 +97,8 @@ bench_one() { # model-dir rounds
 }
 
 stage_bench1b() {
-	[ -f "$W/results/bench-llama1b-q4g64.json" ] && { echo "already measured"; return 0; }
-	"$PY" testdata/gpu/make_big.py --out "$W/big" --tokenizer "$W/tok/llama3_1" 1b || return 1
+	[ -d "$W/big/llama1b-q4g64" ] || { "$PY" testdata/gpu/make_big.py --out "$W/big" --tokenizer "$W/tok/llama3_1" 1b || return 1; }
+
 	bench_one "$W/big/llama1b-bf16" 3; bench_one "$W/big/llama1b-q4g64" 3
 }
 
@@ -102,7 +113,7 @@ stage_summary() {
 }
 
 for s in "$@"; do
-	if [ "$SECONDS" -gt "$DEADLINE" ]; then
+	if [ "$SECONDS" -gt "$DEADLINE" ] && [ "$s" != summary ]; then
 		log "$s: skipped (past DEADLINE=${DEADLINE}s)"
 		continue
 	fi
