@@ -1,6 +1,8 @@
 package native
 
 import (
+	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -175,5 +177,46 @@ func TestCUDALibsCoverLibmlxNeeded(t *testing.T) {
 		if !have[n] {
 			t.Errorf("%s is NEEDED by libmlx.so but not in cudaLibs as Needed", n)
 		}
+	}
+}
+
+// On a host with an NVIDIA driver, auto mode takes the CUDA pack when it is
+// in the cache and falls back to the CPU pack when it can be neither found
+// nor downloaded; MLXGO_DEVICE=cpu always takes the CPU pack.
+func TestResolveGPUHostAuto(t *testing.T) {
+	gpuHost := Host{OS: "linux", Arch: "amd64", GPU: GPUInfo{DriverVersion: "580.159.04", DriverMajor: 580, LibCUDA: "/x/libcuda.so.1"}}
+	cuda, _ := LookupVariant("linux-amd64-cuda13")
+	cpu, _ := LookupVariant("linux-amd64-cpu")
+	cases := []struct {
+		name        string
+		cudaCached  bool
+		device      string
+		wantVariant string
+	}{
+		{"cuda pack cached", true, "", cuda.Name},
+		{"no cuda pack, no digest: cpu", false, "", cpu.Name},
+		{"forced cpu", true, "cpu", cpu.Name},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cache := t.TempDir()
+			writeSyntheticPack(t, filepath.Join(cache, cacheDirName(cpu)), nil)
+			if tc.cudaCached {
+				writeSyntheticPack(t, filepath.Join(cache, cacheDirName(cuda)), func(m *Manifest) { m.Variant = cuda.Name })
+			}
+			p, err := Resolve(context.Background(), Options{
+				Getenv: envMap(map[string]string{EnvDevice: tc.device}), Executable: filepath.Join(cache, "mlxgo"),
+				CacheDir: cache, Host: &gpuHost, NoDownload: true, Progress: io.Discard,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Manifest.Variant != tc.wantVariant {
+				t.Fatalf("variant %s, want %s", p.Manifest.Variant, tc.wantVariant)
+			}
+			if p.NeedsCUDA() != (tc.wantVariant == cuda.Name) {
+				t.Fatalf("NeedsCUDA = %v for %s", p.NeedsCUDA(), p.Manifest.Variant)
+			}
+		})
 	}
 }
