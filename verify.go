@@ -19,7 +19,9 @@ Finds the native pack the way every command does (MLXGO_NATIVE_DIR, a pack
 beside the executable, the user cache, else a verified download), then:
   - prints where it was found, its version, variant and MLX version;
   - checks every file's size and sha256 against the pack's manifest;
-  - prints the CPU features and the MLX devices;
+  - prints the CPU features and the MLX devices; on the CUDA pack also the
+    GPU (name, memory, compute capability, driver) and every NVIDIA library
+    it loaded, with its path;
   - runs a numeric smoke test (matmul, softmax, rms_norm, rope, scaled dot
     product attention, quantize + quantized_matmul, argmax), each op against
     a Go reference computation.
@@ -32,7 +34,12 @@ Flags:
 Environment:
   MLXGO_NATIVE_DIR   use this pack directory (an unusable one is an error)
   MLXGO_NATIVE_URL   download the pack from here instead of the release URL
-  MLXGO_DEVICE       cpu or gpu: force the variant's device
+  MLXGO_DEVICE       cpu or gpu: force the variant's device (gpu: the CUDA pack,
+                     which needs an NVIDIA driver >= 580)
+  MLXGO_CUDA_LIBS    directories holding NVIDIA's libraries (cuBLAS, cuDNN,
+                     NVRTC, cuFFT, cuSOLVER, NCCL) for the CUDA pack; unset:
+                     Python environments' nvidia/ pip trees, the CUDA
+                     toolkit, then the loader's path (README: The CUDA pack)
 
 Example:
   $ mlxgo verify-native --json | jq .ok
