@@ -27,8 +27,9 @@ and ratios mlxgo/llama.cpp are reported. Timings, the same way for both:
   cores_busy    CPU time / wall time: mlxgo from wait4's rusage of the child
                 (whole process, load included); llama.cpp from time.process_time
                 around prefill + decode
-Bandwidth: a read of a 1 GiB float32 array by numpy sums in `threads` threads
-(best of 5); the decode ceiling is bandwidth / bytes read per token (weights +
+Bandwidth: reads of a 1 GiB array by numpy reductions (float32 sum and max,
+int64 sum) in `threads` threads, best of 5, at the start and the end of the run,
+the fastest taken (a ceiling; the machine is shared); the decode ceiling is bandwidth / bytes read per token (weights +
 KV of the mean context), and each engine's fraction is decode_tps / ceiling.
 
 Also: a long prefill (--long-prompt tokens, max tokens 1) for mlxgo and
@@ -193,17 +194,16 @@ def make_prompt(mlxgo: str, model: Path, tokens: int, vocab_llama) -> tuple:
 
 
 def measure_bandwidth(threads: int, gib: float = 1.0, repeats: int = 5) -> dict:
-    """Read bandwidth: numpy sums over a float32 array split across `threads` threads."""
+    """Read bandwidth: numpy reductions (float32 sum, float32 max, int64 sum) over a
+    1 GiB array split across 1 and `threads` threads, best of `repeats` each; the
+    ceiling is the fastest of them on `threads` threads."""
     n = int(gib * (1 << 30)) // 4
     a = np.ones(n, dtype=np.float32)
-    parts = np.array_split(a, threads)
+    kernels = {"sum_f32": lambda p: np.add.reduce(p), "max_f32": lambda p: np.maximum.reduce(p),
+               "sum_i64": lambda p: np.add.reduce(p.view(np.int64))}
 
-    def read(p, out, i):
-        out[i] = float(np.add.reduce(p))
-
-    def once(k):
-        out = [0.0] * k
-        ts = [threading.Thread(target=read, args=(parts_k[i], out, i)) for i in range(k)]
+    def once(fn, parts):
+        ts = [threading.Thread(target=fn, args=(p,)) for p in parts]
         t = time.perf_counter()
         for th in ts:
             th.start()
@@ -211,36 +211,75 @@ def measure_bandwidth(threads: int, gib: float = 1.0, repeats: int = 5) -> dict:
             th.join()
         return time.perf_counter() - t
 
-    res = {"array_GiB": gib, "method": "numpy add.reduce (sum) in threads, best of %d" % repeats}
+    res = {"array_GiB": gib, "method": f"numpy reductions in threads, best of {repeats}", "GBps": {}}
     for k in sorted({1, threads}):
-        parts_k = np.array_split(a, k)
-        once(k)
-        best = min(once(k) for _ in range(repeats))
-        res[f"read_GBps_{k}t"] = a.nbytes / best / 1e9
-    res["read_GBps"] = res[f"read_GBps_{threads}t"]
-    del a, parts
+        parts = np.array_split(a, k)
+        for name, fn in kernels.items():
+            once(fn, parts)
+            res["GBps"][f"{name}_{k}t"] = a.nbytes / min(once(fn, parts) for _ in range(repeats)) / 1e9
+    res["read_GBps_1t"] = max(v for key, v in res["GBps"].items() if key.endswith("_1t"))
+    res["read_GBps"] = max(v for key, v in res["GBps"].items() if key.endswith(f"_{threads}t"))
+    del a
     return res
 
 
 # ---------------------------------------------------------------- engines
 
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_stat() -> tuple:
+    """(busy, steal) seconds of the whole machine so far, from /proc/stat."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    busy = v[0] + v[1] + v[2] + v[5] + v[6]  # user nice system irq softirq
+    steal = v[7] if len(v) > 7 else 0
+    return busy / CLK_TCK, steal / CLK_TCK
+
+
+QUIET = {"max_wait_s": 30.0, "threshold_cores": 0.3, "waited_s": 0.0}
+
+
+def wait_quiet() -> float:
+    """Before a measured run: wait (up to QUIET's max_wait_s) until the machine
+    keeps fewer than threshold_cores busy over half a second; returns the
+    cores busy at the last sample."""
+    t_end = time.perf_counter() + QUIET["max_wait_s"]
+    while True:
+        a, t = cpu_stat()[0], time.perf_counter()
+        time.sleep(0.5)
+        busy = (cpu_stat()[0] - a) / (time.perf_counter() - t)
+        if busy < QUIET["threshold_cores"] or time.perf_counter() > t_end:
+            return busy
+        QUIET["waited_s"] += 1.0
+        time.sleep(0.5)
+
+
+def others(stat0: tuple, stat1: tuple, own_cpu_s: float, wall_s: float) -> dict:
+    """Cores that everything but the measured engine kept busy during the run
+    (the machine is shared: a busy neighbour makes a run worthless), and steal."""
+    return {"others_cores": max(0.0, (stat1[0] - stat0[0] - own_cpu_s) / wall_s),
+            "steal_cores": (stat1[1] - stat0[1]) / wall_s}
+
 
 def run_mlxgo(mlxgo: str, model: Path, prompt: str, max_tokens: int, extra: list = ()) -> dict:
     cmd = [mlxgo, "generate", "-m", str(model), "--raw", "--temp", "0", "--ignore-eos", "--max-tokens",
            str(max_tokens), "--json-stats", *extra]
+    before = wait_quiet()
     with tempfile.TemporaryFile() as err, tempfile.TemporaryFile() as inp:
         inp.write(prompt.encode())
         inp.seek(0)
-        t0 = time.perf_counter()
+        st0, t0 = cpu_stat(), time.perf_counter()
         proc = subprocess.Popen(cmd, stdin=inp, stdout=subprocess.DEVNULL, stderr=err, cwd=REPO)
         _, status, ru = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - t0
+        wall, st1 = time.perf_counter() - t0, cpu_stat()
         err.seek(0)
         stderr = err.read().decode(errors="replace")
     rc = os.waitstatus_to_exitcode(status)
     res = {"rc": rc, "wall_s": wall, "cpu_s": ru.ru_utime + ru.ru_stime, "max_rss_bytes": ru.ru_maxrss * 1024,
            "cmd": " ".join(shlex.quote(c) for c in cmd)}
     res["cores_busy"] = res["cpu_s"] / wall
+    res.update(others(st0, st1, res["cpu_s"], wall), busy_before_cores=before)
     lines = [ln for ln in stderr.strip().splitlines() if ln.strip()]
     try:
         rep = json.loads(lines[-1]) if lines else {}
@@ -281,7 +320,8 @@ def run_llama(model: Path, ids: list, max_tokens: int, threads: int) -> dict:
         return int(np.argmax(logits))
 
     llama_cpp.llama_perf_context_reset(ctx)
-    c0, w0 = time.process_time(), time.perf_counter()
+    before = wait_quiet()
+    st0, c0, w0 = cpu_stat(), time.process_time(), time.perf_counter()
     llm.eval(ids)
     tok = argmax()
     w1 = time.perf_counter()
@@ -290,7 +330,7 @@ def run_llama(model: Path, ids: list, max_tokens: int, threads: int) -> dict:
         llm.eval([tok])  # EOS ignored: the loop never looks at it
         tok = argmax()
         out.append(tok)
-    w2, c2 = time.perf_counter(), time.process_time()
+    w2, c2, st1 = time.perf_counter(), time.process_time(), cpu_stat()
     perf = llama_cpp.llama_perf_context(ctx)
     res = {"rc": 0, "load_s": load, "prompt_tokens": len(ids), "generated_tokens": len(out),
            "ttft_s": w1 - w0, "prefill_tps": len(ids) / (w1 - w0),
@@ -299,6 +339,7 @@ def run_llama(model: Path, ids: list, max_tokens: int, threads: int) -> dict:
            "weight_bytes": int(llm.model_size() if hasattr(llm, "model_size") else
                                llama_cpp.llama_model_size(llm._model.model)),
            "kv_bytes_per_token": llama_kv_bytes_per_token(llm),
+           **others(st0, st1, c2 - c0, w2 - w0), "busy_before_cores": before,
            "perf": {"t_p_eval_ms": perf.t_p_eval_ms, "n_p_eval": perf.n_p_eval, "t_eval_ms": perf.t_eval_ms,
                     "n_eval": perf.n_eval},
            "first_ids": out[:16]}
@@ -342,7 +383,7 @@ def bench_serve_batch(mlxgo: str, model: Path, prompt: str, batch: int, max_toke
 
 # ---------------------------------------------------------------- report
 
-METRICS = ["prefill_tps", "decode_tps", "ttft_s", "cores_busy", "load_s", "wall_s", "prompt_tokens",
+METRICS = ["prefill_tps", "decode_tps", "ttft_s", "cores_busy", "others_cores", "steal_cores", "load_s", "wall_s", "prompt_tokens",
            "generated_tokens", "weight_bytes", "kv_bytes_per_token", "max_rss_bytes", "perf_prefill_tps",
            "perf_decode_tps"]
 
@@ -357,7 +398,7 @@ def log(msg):
 
 
 def brief(res) -> str:
-    keys = ["prefill_tps", "decode_tps", "ttft_s", "cores_busy", "prompt_tokens", "generated_tokens"]
+    keys = ["prefill_tps", "decode_tps", "ttft_s", "cores_busy", "others_cores", "prompt_tokens", "generated_tokens"]
     s = " ".join(f"{k}={res[k]:.4g}" for k in keys if isinstance(res.get(k), (int, float)))
     return s + (f" rc={res['rc']} {res.get('stderr_tail', '')[-300:]}" if res.get("rc") else "")
 
@@ -383,10 +424,13 @@ def main() -> int:
     ap.add_argument("--serve-tokens", type=int, default=128)
     ap.add_argument("--serve-prompt", type=int, default=32)
     ap.add_argument("--serve-rounds", type=int, default=1)
+    ap.add_argument("--quiet-wait", type=float, default=30.0,
+                    help="before each run, wait up to this many seconds for the machine to go idle")
     ap.add_argument("--json", type=Path, default=REPO / ".cache" / "bench" / "cpu.json")
     args = ap.parse_args()
     mlxgo = str(Path(args.mlxgo).resolve())
     threads = args.threads or physical_cores()
+    QUIET["max_wait_s"] = args.quiet_wait
     llama_cpp.llama_backend_init()
 
     load_start = os.getloadavg()
@@ -418,7 +462,7 @@ def main() -> int:
         raise SystemExit(f"bench-cpu: --long-prompt {args.long_prompt} exceeds the model's context {n_ctx_train}")
     del vocab
 
-    bw = measure_bandwidth(threads)
+    bw = measure_bandwidth(threads)  # again at the end; the ceiling is the better of the two
     log(f"bench-cpu: read bandwidth {bw['read_GBps']:.1f} GB/s on {threads} threads "
         f"({bw['read_GBps_1t']:.1f} GB/s on 1)")
 
@@ -453,6 +497,11 @@ def main() -> int:
         log(f"serve round {r + 1}/{args.serve_rounds} Q4_1 --batch {args.serve_batch}: "
             + " ".join(f"{k}={v:.4g}" for k, v in row.items() if isinstance(v, float)))
 
+    bw_end = measure_bandwidth(threads)
+    bw = {"start": bw, "end": bw_end, "read_GBps": max(bw["read_GBps"], bw_end["read_GBps"]),
+          "read_GBps_1t": max(bw["read_GBps_1t"], bw_end["read_GBps_1t"])}
+    log(f"bench-cpu: read bandwidth at the end {bw_end['read_GBps']:.1f} GB/s on {threads} threads")
+
     # medians, ceilings, ratios
     ceiling_bw = bw["read_GBps"] * 1e9
     medians = {}
@@ -472,7 +521,8 @@ def main() -> int:
         a, b = medians[q]["mlxgo"], medians[q]["llama.cpp"]
         ratios[q] = {k: (a[k] / b[k]) if a.get(k) and b.get(k) else None
                      for k in ["prefill_tps", "decode_tps", "ttft_s", "cores_busy", "fraction_of_ceiling"]}
-    long_med = {e: {k: median(rows, k) for k in ["prefill_tps", "ttft_s", "cores_busy", "prompt_tokens"]}
+    long_med = {e: {k: median(rows, k) for k in ["prefill_tps", "ttft_s", "cores_busy", "others_cores",
+                                                 "prompt_tokens"]}
                 for e, rows in long_runs.items()}
     for e in long_med:
         long_med[e]["rounds"] = len(long_runs[e])
@@ -508,11 +558,16 @@ def main() -> int:
     out.append(f"settings: prompt {len(ids)} tokens (same ids both engines), {args.max_tokens} tokens greedy, EOS "
                f"ignored, llama.cpp n_threads={threads}; {args.rounds} alternating rounds, medians; "
                f"--kernels mlx: {args.mlx_rounds} round(s) of {args.mlx_max_tokens} tokens")
-    out.append(f"bandwidth: {bw['read_GBps']:.1f} GB/s read on {threads} threads ({bw['read_GBps_1t']:.1f} on 1); "
-               f"ceiling = bandwidth / (weights + KV at mean context) per token")
+    out.append(f"bandwidth: {bw['read_GBps']:.1f} GB/s read on {threads} threads ({bw['read_GBps_1t']:.1f} on 1), best "
+               f"of numpy sum/max reductions at the start ({bw['start']['read_GBps']:.1f}) and end "
+               f"({bw['end']['read_GBps']:.1f}); ceiling = bandwidth / (weights + KV at mean context) per token")
+    out.append(f"waited {QUIET['waited_s']:.0f} s in all for the machine to go idle before runs "
+               f"(< {QUIET['threshold_cores']} cores busy, at most {QUIET['max_wait_s']:.0f} s a run)")
+    out.append("cores = engine CPU time / wall time; others = cores the rest of the machine kept busy meanwhile "
+               "(medians; above ~0.1 the run shared the CPU and its numbers are not clean)")
     out.append("")
     hdr = (f"{'file':5} {'engine':10} {'prefill tok/s':>13} {'decode tok/s':>12} {'TTFT s':>7} {'cores':>5} "
-           f"{'ceiling tok/s':>13} {'of ceiling':>10} {'rounds':>6}")
+           f"{'ceiling tok/s':>13} {'of ceiling':>10} {'rounds':>6} {'others':>6}")
     out.append(hdr)
     out.append("-" * len(hdr))
     for q in files:
@@ -523,16 +578,18 @@ def main() -> int:
             out.append(f"{q:5} {label:10} {fmt(m['prefill_tps']):>13} {fmt(m['decode_tps']):>12} "
                        f"{fmt(m['ttft_s'], '.3f'):>7} {fmt(m['cores_busy'], '.2f'):>5} "
                        f"{fmt(m.get('ceiling_tps')):>13} {fmt(frac * 100 if frac else None) + ' %':>10} "
-                       f"{m['rounds']:>6}")
+                       f"{m['rounds']:>6} {fmt(m['others_cores'], '.2f'):>6}")
         rt = ratios[q]
         out.append(f"{q:5} {'ratio':10} {fmt(rt['prefill_tps'], '.2f') + 'x':>13} "
                    f"{fmt(rt['decode_tps'], '.2f') + 'x':>12} {fmt(rt['ttft_s'], '.2f') + 'x':>7} "
-                   f"{fmt(rt['cores_busy'], '.2f'):>5} {'':>13} {fmt(rt['fraction_of_ceiling'], '.2f') + 'x':>10}")
+                   f"{fmt(rt['cores_busy'], '.2f') + 'x':>5} {'':>13} {fmt(rt['fraction_of_ceiling'], '.2f') + 'x':>10}")
         out.append("")
     out.append(f"prefill at {args.long_prompt} tokens (Q4_1, {args.long_rounds} round(s)): "
                f"mlxgo {fmt(long_med['mlxgo']['prefill_tps'])} tok/s (TTFT {fmt(long_med['mlxgo']['ttft_s'], '.2f')} s), "
                f"llama.cpp {fmt(long_med['llama.cpp']['prefill_tps'])} tok/s "
-               f"(TTFT {fmt(long_med['llama.cpp']['ttft_s'], '.2f')} s), ratio {fmt(long_ratio, '.2f')}x")
+               f"(TTFT {fmt(long_med['llama.cpp']['ttft_s'], '.2f')} s), ratio {fmt(long_ratio, '.2f')}x; cores "
+               f"{fmt(long_med['mlxgo']['cores_busy'], '.2f')} / {fmt(long_med['llama.cpp']['cores_busy'], '.2f')}, "
+               f"others {fmt(long_med['mlxgo']['others_cores'], '.2f')} / {fmt(long_med['llama.cpp']['others_cores'], '.2f')}")
     out.append(f"mlxgo serve --batch {args.serve_batch} (Q4_1, {args.serve_prompt}-token prompts, {args.serve_tokens} "
                f"tokens, {args.serve_rounds} round(s)): one stream {fmt(serve_med.get('c1_decode_tps'))} tok/s, "
                f"{args.serve_batch} concurrent {fmt(agg)} tok/s aggregate = "
@@ -541,7 +598,7 @@ def main() -> int:
     out.append("acceptance (issue 10): " + ", ".join(f"{k}: {fmt(v, '.2f')}" for k, v in acceptance.items()))
     table = "\n".join(out)
 
-    report = {"machine": mach, "versions": vers, "files": {k: str(v) for k, v in files.items()}, "q8_0": q8info,
+    report = {"quiet": QUIET, "machine": mach, "versions": vers, "files": {k: str(v) for k, v in files.items()}, "q8_0": q8info,
               "context_length": n_ctx_train, "threads": threads, "bandwidth": bw,
               "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
               "prompt_ids_sha": __import__("hashlib").sha256(json.dumps(ids).encode()).hexdigest(),
