@@ -8,6 +8,7 @@
 // dot-product attention on the CPU is MLX's composition of ops, rebuilt here
 // op for op with our matmul. Anything else, any device but the CPU, and any
 // case our kernels do not cover keeps MLX's own node.
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 
@@ -95,11 +96,29 @@ struct Contig {
   }
 };
 
+// Work (multiply-adds) below which a kernel runs on the calling thread alone:
+// a pool round costs a few microseconds. Measured on SmolLM2 decode (2-core
+// EPYC), fanning out every matmul beats keeping the small ones serial (53
+// against 43 tok/s at a 2M threshold), so only tiny kernels stay serial.
+// MLXGO_PARALLEL_MIN overrides it.
+int64_t parallel_min() {
+  static const int64_t v = [] {
+    const char* s = std::getenv("MLXGO_PARALLEL_MIN");
+    return s ? std::atoll(s) : int64_t(1) << 16;
+  }();
+  return v;
+}
+
 // Splits rows x tiles x batches into pool tasks. Each task is one batch
 // element, a run of tiles and a run of rows; rows are split only when there
-// are too few tiles to keep every thread busy.
+// are too few tiles to keep every thread busy. work is the kernel's
+// multiply-adds.
 template <class F>
-void parallel(int batch, int tiles, int M, F&& f) {
+void parallel(int batch, int tiles, int M, int64_t work, F&& f) {
+  if (work < parallel_min()) {
+    for (int b = 0; b < batch; b++) f(b, 0, tiles, 0, M);
+    return;
+  }
   Pool& pool = Pool::get();
   const int threads = pool.threads();
   const int units = batch * tiles;
@@ -180,7 +199,8 @@ void run_gemm(const mx::array& a, const mx::array& b, const mx::array* c, mx::ar
     if (c) ji.c = c->data<uint8_t>() + loc(i * M * N, c->shape(), c->strides()) * es;
     ji.out = out.data<uint8_t>() + i * M * N * es;
   }
-  parallel(int(batch), tiles, M, [&](int b, int t0, int t1, int m0, int m1) { k->gemm(jobs[b], t0, t1, m0, m1); });
+  parallel(int(batch), tiles, M, batch * M * N * K,
+           [&](int b, int t0, int t1, int m0, int m1) { k->gemm(jobs[b], t0, t1, m0, m1); });
 }
 
 class Gemm : public mx::UnaryPrimitive {
@@ -254,7 +274,7 @@ void run_qmm(const mx::array& x, const mx::array& w, const mx::array& scales, co
     j.scales = sc.ptr + loc(i * g_els, scales.shape(), sst) * es;
     j.biases = bc.ptr + loc(i * g_els, biases.shape(), bst) * es;
     j.out = out.data<uint8_t>() + i * M * N * es;
-    parallel(1, tiles, M, [&](int, int t0, int t1, int m0, int m1) { k->qmm(j, t0, t1, m0, m1); });
+    parallel(1, tiles, M, int64_t(M) * N * K, [&](int, int t0, int t1, int m0, int m1) { k->qmm(j, t0, t1, m0, m1); });
   }
 }
 
@@ -310,7 +330,7 @@ void run_packed_qmm(const mx::array& x, const mx::array& packed, mx::array& out,
   j.packed = packed.data<uint8_t>();
   j.out = out.data<uint8_t>();
   const int tiles = (p.N + k->tile_n - 1) / k->tile_n;
-  parallel(1, tiles, int(M), [&](int, int t0, int t1, int m0, int m1) { k->qmm(j, t0, t1, m0, m1); });
+  parallel(1, tiles, int(M), M * p.N * K, [&](int, int t0, int t1, int m0, int m1) { k->qmm(j, t0, t1, m0, m1); });
 }
 
 // Embedding rows from a packed weight: mlx-lm's QuantizedEmbedding, i.e.
@@ -436,7 +456,7 @@ void run_attention_typed(const std::vector<mx::array>& in, mx::array& out, AttnM
   const int blocks = (Lq + RB - 1) / RB;
   const TT* qp = q.data<TT>();
   TT* op = out.data<TT>();
-  Pool::get().run(B * Hq * blocks, [&](int task) {
+  auto one = [&](int task) {
     const int blk = task % blocks, bh = task / blocks, h = bh % Hq, b = bh / Hq, hk = h / rep;
     const int i0 = blk * RB, rows = std::min(RB, Lq - i0);
     std::vector<float> qf(size_t(rows) * D), s(size_t(rows) * n), pv;
@@ -501,7 +521,13 @@ void run_attention_typed(const std::vector<mx::array>& in, mx::array& out, AttnM
     jv.alpha = 1.0f;
     jv.out = op + ((size_t(b) * Hq + h) * Lq + i0) * Dv;
     k->gemm(jv, 0, (Dv + k->tile_n - 1) / k->tile_n, 0, rows);
-  });
+  };
+  const int tasks = B * Hq * blocks;
+  if (int64_t(B) * Hq * Lq * Lk * (D + Dv) < parallel_min()) {
+    for (int t = 0; t < tasks; t++) one(t);
+  } else {
+    Pool::get().run(tasks, one);
+  }
 }
 
 class Attention : public mx::UnaryPrimitive {
