@@ -13,26 +13,14 @@
 #include <cstring>
 
 #include "cpu/pool.h"
-#include "internal.h"
-#include "mlx/allocator.h"
-#include "mlx/backend/cpu/encoder.h"
+#include "cpu/prim.h"
 #include "mlx/backend/cpu/unary_ops.h"
-#include "mlx/primitives.h"
 
 namespace mlxgo::cpu {
 
 bool kernels_on();
 
 namespace {
-
-int64_t loc(int64_t elem, const mx::Shape& shape, const mx::Strides& strides) {
-  int64_t l = 0;
-  for (int i = int(shape.size()) - 1; i >= 0; --i) {
-    l += (elem % shape[i]) * strides[i];
-    elem /= shape[i];
-  }
-  return l;
-}
 
 template <class F>
 void dispatch_float(mx::Dtype d, F&& f) {
@@ -51,34 +39,6 @@ void rows(int64_t n, int64_t work_per_row, F&& f) {
     for (int64_t i = t * chunk, e = std::min(n, (t + 1) * chunk); i < e; i++) f(i);
   });
 }
-
-// CpuPrim runs Kernel::run(params, inputs, out) on the stream's thread. The
-// parameters travel by value: MLX may release the graph node, and with it
-// this primitive, before the stream thread gets to the task.
-template <class Kernel>
-class CpuPrim : public mx::UnaryPrimitive {
- public:
-  using Params = typename Kernel::Params;
-  CpuPrim(mx::Stream s, Params p) : UnaryPrimitive(s), p_(p) {}
-  const char* name() const override { return Kernel::name; }
-  void eval_gpu(const std::vector<mx::array>&, mx::array&) override {
-    throw std::runtime_error(std::string(Kernel::name) + " is a CPU kernel");
-  }
-  void eval_cpu(const std::vector<mx::array>& in, mx::array& out) override {
-    out.set_data(mx::allocator::malloc(out.nbytes()));
-    auto& enc = mx::cpu::get_command_encoder(stream());
-    for (auto& x : in) enc.set_input_array(x);
-    enc.set_output_array(out);
-    std::vector<mx::array> ins;
-    for (auto& x : in) ins.push_back(mx::array::unsafe_weak_copy(x));
-    enc.dispatch([p = p_, ins = std::move(ins), out = mx::array::unsafe_weak_copy(out)]() mutable {
-      Kernel::run(p, ins, out);
-    });
-  }
-
- private:
-  Params p_;
-};
 
 // ---- rms_norm ----
 // MLX's fallback: x32 = float32(x); y = x32 * rsqrt(mean(x32^2, -1) + eps);
@@ -225,9 +185,7 @@ mx::array rms_norm(const mx::array& x, const std::optional<mx::array>& weight, f
   if (!float_type(out_type) || !float_type(x.dtype())) return stock();
   std::vector<mx::array> ins = {x};
   if (weight) ins.push_back(mx::astype(*weight, out_type));
-  return mx::array(x.shape(), out_type, std::make_shared<CpuPrim<RmsNorm>>(mx::default_stream(mx::Device::cpu),
-                                                      RmsNorm::Params{eps, weight.has_value()}),
-                   std::move(ins));
+  return node<RmsNorm>(x.shape(), out_type, {eps, weight.has_value()}, std::move(ins));
 }
 
 mx::array rope(const mx::array& x, int dims, bool traditional, std::optional<float> base, float scale,
@@ -240,11 +198,8 @@ mx::array rope(const mx::array& x, int dims, bool traditional, std::optional<flo
   if (freqs && (freqs->ndim() != 1 || freqs->shape(0) != dims / 2)) return stock();
   std::vector<mx::array> ins = {x, offset};
   if (freqs) ins.push_back(mx::astype(*freqs, mx::float32));
-  return mx::array(x.shape(), x.dtype(),
-                   std::make_shared<CpuPrim<Rope>>(mx::default_stream(mx::Device::cpu),
-                                                   Rope::Params{dims, traditional, base.value_or(1.0f), scale,
-                                                                freqs.has_value()}),
-                   std::move(ins));
+  return node<Rope>(x.shape(), x.dtype(), {dims, traditional, base.value_or(1.0f), scale, freqs.has_value()},
+                    std::move(ins));
 }
 
 }  // namespace mlxgo::cpu

@@ -14,6 +14,7 @@
 
 #include "cpu/isa.h"
 #include "cpu/pool.h"
+#include "cpu/prim.h"
 #include "internal.h"
 #include "mlx/allocator.h"
 #include "mlx/backend/cpu/encoder.h"
@@ -60,15 +61,6 @@ std::optional<Dt> dt_of(mx::Dtype d) {
   if (d == mx::float16) return F16;
   if (d == mx::bfloat16) return BF16;
   return std::nullopt;
-}
-
-int64_t loc(int64_t elem, const mx::Shape& shape, const mx::Strides& strides) {
-  int64_t l = 0;
-  for (int i = int(shape.size()) - 1; i >= 0; --i) {
-    l += (elem % shape[i]) * strides[i];
-    elem /= shape[i];
-  }
-  return l;
 }
 
 // Exact float copies of n elements of dtype dt (MLX's own conversions).
@@ -203,32 +195,15 @@ void run_gemm(const mx::array& a, const mx::array& b, const mx::array* c, mx::ar
            [&](int b, int t0, int t1, int m0, int m1) { k->gemm(jobs[b], t0, t1, m0, m1); });
 }
 
-class Gemm : public mx::UnaryPrimitive {
- public:
-  Gemm(mx::Stream s, bool addmm, float alpha, float beta)
-      : UnaryPrimitive(s), addmm_(addmm), alpha_(alpha), beta_(beta) {}
-  void eval_cpu(const std::vector<mx::array>& in, mx::array& out) override {
-    out.set_data(mx::allocator::malloc(out.nbytes()));
-    auto& enc = mx::cpu::get_command_encoder(stream());
-    for (auto& x : in) enc.set_input_array(x);
-    enc.set_output_array(out);
-    std::vector<mx::array> ins;
-    for (auto& x : in) ins.push_back(mx::array::unsafe_weak_copy(x));
-    enc.dispatch([ins = std::move(ins), out = mx::array::unsafe_weak_copy(out), addmm = addmm_, alpha = alpha_,
-                  beta = beta_]() mutable { run_gemm(ins[0], ins[1], addmm ? &ins[2] : nullptr, out, alpha, beta); });
+struct Gemm {
+  static constexpr const char* name = "MlxgoMatmul";
+  struct Params {
+    bool addmm;
+    float alpha, beta;
+  };
+  static void run(const Params& p, const std::vector<mx::array>& in, mx::array& out) {
+    run_gemm(in[0], in[1], p.addmm ? &in[2] : nullptr, out, p.alpha, p.beta);
   }
-  void eval_gpu(const std::vector<mx::array>&, mx::array&) override {
-    throw std::runtime_error("mlxgo's CPU matmul has no GPU kernel");
-  }
-  const char* name() const override { return addmm_ ? "MlxgoAddMM" : "MlxgoMatmul"; }
-  bool is_equivalent(const mx::Primitive& o) const override {
-    auto* p = dynamic_cast<const Gemm*>(&o);
-    return p && p->addmm_ == addmm_ && p->alpha_ == alpha_ && p->beta_ == beta_;
-  }
-
- private:
-  bool addmm_;
-  float alpha_, beta_;
 };
 
 // ---- quantized matmul ----
@@ -278,31 +253,12 @@ void run_qmm(const mx::array& x, const mx::array& w, const mx::array& scales, co
   }
 }
 
-class Qmm : public mx::UnaryPrimitive {
- public:
-  Qmm(mx::Stream s, QmmMeta q) : UnaryPrimitive(s), q_(q) {}
-  void eval_cpu(const std::vector<mx::array>& in, mx::array& out) override {
-    out.set_data(mx::allocator::malloc(out.nbytes()));
-    auto& enc = mx::cpu::get_command_encoder(stream());
-    for (auto& x : in) enc.set_input_array(x);
-    enc.set_output_array(out);
-    std::vector<mx::array> ins;
-    for (auto& x : in) ins.push_back(mx::array::unsafe_weak_copy(x));
-    enc.dispatch([ins = std::move(ins), out = mx::array::unsafe_weak_copy(out), q = q_]() mutable {
-      run_qmm(ins[0], ins[1], ins[2], ins[3], out, q);
-    });
+struct Qmm {
+  static constexpr const char* name = "MlxgoQuantizedMatmul";
+  using Params = QmmMeta;
+  static void run(const Params& q, const std::vector<mx::array>& in, mx::array& out) {
+    run_qmm(in[0], in[1], in[2], in[3], out, q);
   }
-  void eval_gpu(const std::vector<mx::array>&, mx::array&) override {
-    throw std::runtime_error("mlxgo's CPU quantized matmul has no GPU kernel");
-  }
-  const char* name() const override { return "MlxgoQuantizedMatmul"; }
-  bool is_equivalent(const mx::Primitive& o) const override {
-    auto* p = dynamic_cast<const Qmm*>(&o);
-    return p && p->q_.group_size == q_.group_size && p->q_.bits == q_.bits && p->q_.transpose == q_.transpose;
-  }
-
- private:
-  QmmMeta q_;
 };
 
 // ---- packed weights ----
@@ -388,32 +344,21 @@ void run_packed_embed(const mx::array& ids, const mx::array& packed, mx::array& 
   }
 }
 
-class PackedOp : public mx::UnaryPrimitive {
- public:
-  PackedOp(mx::Stream s, PackedLayout p, bool embed) : UnaryPrimitive(s), p_(p), embed_(embed) {}
-  void eval_cpu(const std::vector<mx::array>& in, mx::array& out) override {
-    out.set_data(mx::allocator::malloc(out.nbytes()));
-    auto& enc = mx::cpu::get_command_encoder(stream());
-    for (auto& x : in) enc.set_input_array(x);
-    enc.set_output_array(out);
-    enc.dispatch([x = mx::array::unsafe_weak_copy(in[0]), w = mx::array::unsafe_weak_copy(in[1]),
-                  out = mx::array::unsafe_weak_copy(out), p = p_, embed = embed_]() mutable {
-      if (embed)
-        run_packed_embed(x, w, out, p);
-      else
-        run_packed_qmm(x, w, out, p);
-    });
+struct PackedMatmul {
+  static constexpr const char* name = "MlxgoPackedQuantizedMatmul";
+  using Params = PackedLayout;
+  static void run(const Params& p, const std::vector<mx::array>& in, mx::array& out) {
+    run_packed_qmm(in[0], in[1], out, p);
   }
-  void eval_gpu(const std::vector<mx::array>&, mx::array&) override {
-    throw std::runtime_error("packed weights are a CPU layout");
-  }
-  const char* name() const override { return embed_ ? "MlxgoPackedEmbedding" : "MlxgoPackedQuantizedMatmul"; }
-
- private:
-  PackedLayout p_;
-  bool embed_;
 };
 
+struct PackedEmbedding {
+  static constexpr const char* name = "MlxgoPackedEmbedding";
+  using Params = PackedLayout;
+  static void run(const Params& p, const std::vector<mx::array>& in, mx::array& out) {
+    run_packed_embed(in[0], in[1], out, p);
+  }
+};
 
 // ---- fused attention ----
 //
@@ -530,29 +475,14 @@ void run_attention_typed(const std::vector<mx::array>& in, mx::array& out, AttnM
   }
 }
 
-class Attention : public mx::UnaryPrimitive {
- public:
-  Attention(mx::Stream s, AttnMeta m) : UnaryPrimitive(s), m_(m) {}
-  void eval_cpu(const std::vector<mx::array>& in, mx::array& out) override {
-    out.set_data(mx::allocator::malloc(out.nbytes()));
-    auto& enc = mx::cpu::get_command_encoder(stream());
-    for (auto& x : in) enc.set_input_array(x);
-    enc.set_output_array(out);
-    std::vector<mx::array> ins;
-    for (auto& x : in) ins.push_back(mx::array::unsafe_weak_copy(x));
-    enc.dispatch([ins = std::move(ins), out = mx::array::unsafe_weak_copy(out), m = m_]() mutable {
-      if (out.dtype() == mx::float32) run_attention_typed<float>(ins, out, m);
-      else if (out.dtype() == mx::float16) run_attention_typed<mx::float16_t>(ins, out, m);
-      else run_attention_typed<mx::bfloat16_t>(ins, out, m);
-    });
+struct Attention {
+  static constexpr const char* name = "MlxgoAttention";
+  using Params = AttnMeta;
+  static void run(const Params& m, const std::vector<mx::array>& in, mx::array& out) {
+    if (out.dtype() == mx::float32) run_attention_typed<float>(in, out, m);
+    else if (out.dtype() == mx::float16) run_attention_typed<mx::float16_t>(in, out, m);
+    else run_attention_typed<mx::bfloat16_t>(in, out, m);
   }
-  void eval_gpu(const std::vector<mx::array>&, mx::array&) override {
-    throw std::runtime_error("mlxgo's CPU attention has no GPU kernel");
-  }
-  const char* name() const override { return "MlxgoAttention"; }
-
- private:
-  AttnMeta m_;
 };
 
 bool on_cpu(const mx::array& a) { return a.has_primitive() && a.primitive().device() == mx::Device::cpu; }
@@ -585,8 +515,7 @@ mx::array matmul(const mx::array& a, const mx::array& b) {
   auto out = mx::matmul(a, b);
   if (!on() || !dt_of(out.dtype()) || a.shape(-1) == 0 || !all_positive(out.shape())) return out;
   return swap(out, "Matmul", [](const mx::array& n) {
-    return mx::array(n.shape(), n.dtype(), std::make_shared<Gemm>(n.primitive().stream(), false, 1.0f, 0.0f),
-                     n.inputs());
+    return node<Gemm>(n.shape(), n.dtype(), {false, 1.0f, 0.0f}, n.inputs(), n.primitive().stream());
   });
 }
 
@@ -595,8 +524,7 @@ mx::array addmm(const mx::array& c, const mx::array& a, const mx::array& b, floa
   if (!on() || !dt_of(out.dtype()) || a.shape(-1) == 0 || !all_positive(out.shape())) return out;
   if (alpha == 0.0f) return out;  // BLAS returns beta*C without touching a or b
   return swap(out, "AddMM", [alpha, beta](const mx::array& n) {
-    return mx::array(n.shape(), n.dtype(), std::make_shared<Gemm>(n.primitive().stream(), true, alpha, beta),
-                     n.inputs());
+    return node<Gemm>(n.shape(), n.dtype(), {true, alpha, beta}, n.inputs(), n.primitive().stream());
   });
 }
 
@@ -611,9 +539,7 @@ mx::array quantized_matmul(const mx::array& x, const mx::array& w, const mx::arr
   if (group_size != 32 && group_size != 64 && group_size != 128) return out;
   return swap(out, "QuantizedMatmul", [=](const mx::array& n) {
     if (n.inputs().size() != 4) return n;
-    return mx::array(n.shape(), n.dtype(),
-                     std::make_shared<Qmm>(n.primitive().stream(), QmmMeta{group_size, bits, transpose}),
-                     n.inputs());
+    return node<Qmm>(n.shape(), n.dtype(), {group_size, bits, transpose}, n.inputs(), n.primitive().stream());
   });
 }
 
@@ -660,9 +586,7 @@ mx::array sdpa(const mx::array& queries, const mx::array& keys, const mx::array&
   auto out_shape = queries.shape();
   out_shape.back() = values.shape(-1);
   const int mask_kind = do_causal ? 1 : !has_arr_mask ? 0 : inputs[3].dtype() == mx::bool_ ? 2 : 3;
-  return mx::array(out_shape, final_type,
-                   std::make_shared<Attention>(mx::default_stream(mx::Device::cpu), AttnMeta{scale, mask_kind, has_sinks}),
-                   std::move(inputs));
+  return node<Attention>(out_shape, final_type, {scale, mask_kind, has_sinks}, std::move(inputs));
 }
 
 // pack_tile: rows [16*tile, 16*tile+16) of an MLX-layout weight [N][K] in
@@ -844,8 +768,7 @@ int mlxgo_cpu_packed_qmm(mlxgo_array x, mlxgo_array packed, int n, int k, int gr
   xa = mx::astype(xa, rt);
   auto shape = xa.shape();
   shape.back() = n;
-  shim::put(out, mx::array(shape, xa.dtype(), std::make_shared<kc::PackedOp>(mx::default_stream(mx::Device::cpu), p, false),
-                           {xa, pa}));
+  shim::put(out, kc::node<kc::PackedMatmul>(shape, xa.dtype(), p, {xa, pa}));
   MLXGO_END
 }
 
@@ -859,8 +782,7 @@ int mlxgo_cpu_packed_embed(mlxgo_array ids, mlxgo_array packed, int n, int k, in
   if (ia.itemsize() < 4) ia = mx::astype(ia, mx::int32);
   auto shape = ia.shape();
   shape.push_back(k);
-  shim::put(out, mx::array(shape, shim::dtype(dtype),
-                           std::make_shared<kc::PackedOp>(mx::default_stream(mx::Device::cpu), p, true), {ia, pa}));
+  shim::put(out, kc::node<kc::PackedEmbedding>(shape, shim::dtype(dtype), p, {ia, pa}));
   MLXGO_END
 }
 
