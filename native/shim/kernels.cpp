@@ -627,10 +627,15 @@ kc::PackedLayout layout(int n, int k, int bits, int gs, int dtype) {
   return kc::PackedLayout{n, k, bits, gs, *d};
 }
 
-void check_packed(const mx::array& packed, const kc::PackedLayout& p) {
-  if (packed.dtype() != mx::uint8 || packed.nbytes() != p.bytes())
-    throw shim::ArgError("packed weight does not match its layout (" + std::to_string(packed.nbytes()) +
+// packed_weight checks a packed weight handle against the layout its caller
+// describes.
+std::pair<mx::array, kc::PackedLayout> packed_weight(mlxgo_array packed, int n, int k, int bits, int gs, int dtype) {
+  auto pa = shim::arr(packed, "packed");
+  auto p = layout(n, k, bits, gs, dtype);
+  if (pa.dtype() != mx::uint8 || pa.nbytes() != p.bytes())
+    throw shim::ArgError("packed weight does not match its layout (" + std::to_string(pa.nbytes()) +
                          " bytes, layout needs " + std::to_string(p.bytes()) + ")");
+  return {pa, p};
 }
 
 }  // namespace
@@ -757,9 +762,8 @@ int mlxgo_cpu_pack_qweight(mlxgo_array w, mlxgo_array scales, mlxgo_array biases
 int mlxgo_cpu_packed_qmm(mlxgo_array x, mlxgo_array packed, int n, int k, int group_size, int bits, int dtype,
                          mlxgo_array* out) {
   MLXGO_BEGIN
-  auto xa = shim::arr(x, "x"), pa = shim::arr(packed, "packed");
-  auto p = layout(n, k, bits, group_size, dtype);
-  check_packed(pa, p);
+  auto xa = shim::arr(x, "x");
+  auto [pa, p] = packed_weight(packed, n, k, bits, group_size, dtype);
   if (xa.ndim() < 1 || xa.shape(-1) != k) throw shim::ArgError("x's last dimension does not match the weight");
   // quantized_matmul's result type: x, scales and biases promoted together
   // (float32 x with float16 scales computes in float32, scales cast exactly).
@@ -775,9 +779,8 @@ int mlxgo_cpu_packed_qmm(mlxgo_array x, mlxgo_array packed, int n, int k, int gr
 int mlxgo_cpu_packed_embed(mlxgo_array ids, mlxgo_array packed, int n, int k, int group_size, int bits, int dtype,
                            mlxgo_array* out) {
   MLXGO_BEGIN
-  auto ia = shim::arr(ids, "ids"), pa = shim::arr(packed, "packed");
-  auto p = layout(n, k, bits, group_size, dtype);
-  check_packed(pa, p);
+  auto ia = shim::arr(ids, "ids");
+  auto [pa, p] = packed_weight(packed, n, k, bits, group_size, dtype);
   if (!mx::issubdtype(ia.dtype(), mx::integer)) throw shim::ArgError("embedding ids must be integers");
   if (ia.itemsize() < 4) ia = mx::astype(ia, mx::int32);
   auto shape = ia.shape();
