@@ -22,9 +22,9 @@ import (
 const generateUsage = `Usage: mlxgo generate [-m PATH] [flags]
 
 Generates text from a prompt and streams it to stdout as it is produced,
-ending with a newline. The prompt is -p TEXT or, without it, all of stdin
-(one trailing newline dropped). It goes through the model's chat template
-as the user message unless --raw is given. Decoding follows mlx-lm: greedy
+ending with a newline. The prompt is -p TEXT or, without -p or with -p -,
+all of stdin (one trailing newline dropped). It goes through the model's
+chat template as the user message unless --raw is given. Decoding follows mlx-lm: greedy
 at --temp 0, else its sampler with the filters below, in its order.
 
 PATH is a model directory (config.json + safetensors), a .gguf file, or a
@@ -35,15 +35,16 @@ puts it there).
 
 Flags:
 	-m, --model PATH          the model (default: the default model)
-	-p, --prompt TEXT         the prompt (default: read stdin)
-	--system TEXT             a system message before the prompt
+	-p, --prompt TEXT         the prompt; "-" reads stdin (default: read stdin)
+	--system, --system-prompt TEXT
+	                          a system message before the prompt
 	--raw                     no chat template: encode the prompt as is,
 	                          with the tokenizer's special tokens (BOS)
 	--no-think                pass enable_thinking=false to the template
 	--template-kwargs JSON    extra chat template variables (an object)
 	--max-tokens N            generate at most N tokens (default 100;
 	                          0: until EOS or the context is full)
-	--temp T                  sampling temperature; 0 is greedy (default 0)
+	--temp, --temperature T   sampling temperature; 0 is greedy (default 0)
 	--top-p P                 nucleus sampling mass, off at 1 (default 1)
 	--min-p P                 drop tokens below P x the top probability (default 0)
 	--min-tokens-to-keep N    tokens min-p always keeps (default 1)
@@ -122,11 +123,13 @@ func (c *generateCommand) parse(args []string) (*generateFlags, error) {
 	fs.StringVar(&f.prompt, "p", "", "")
 	fs.StringVar(&f.prompt, "prompt", "", "")
 	fs.StringVar(&f.system, "system", "", "")
+	fs.StringVar(&f.system, "system-prompt", "", "") // mlx_lm.generate's spelling
 	fs.BoolVar(&f.raw, "raw", false, "")
 	fs.BoolVar(&f.noThink, "no-think", false, "")
 	fs.StringVar(&f.kwargs, "template-kwargs", "", "")
 	fs.IntVar(&f.maxTokens, "max-tokens", 100, "")
 	fs.Float64Var(&f.sampler.Temp, "temp", 0, "")
+	fs.Float64Var(&f.sampler.Temp, "temperature", 0, "") // the request field's spelling
 	fs.Float64Var(&f.sampler.TopP, "top-p", 1, "")
 	fs.Float64Var(&f.sampler.MinP, "min-p", 0, "")
 	fs.IntVar(&f.sampler.MinTokensToKeep, "min-tokens-to-keep", 1, "")
@@ -221,9 +224,10 @@ func (c *generateCommand) Run(ctx context.Context, args []string) error {
 	})
 }
 
-// readPrompt is -p, else all of stdin with one trailing newline dropped.
+// readPrompt is -p, else (without -p, or with -p -) all of stdin with one
+// trailing newline dropped.
 func (c *generateCommand) readPrompt(f *generateFlags) (string, error) {
-	if f.promptSet {
+	if f.promptSet && f.prompt != "-" {
 		if f.prompt == "" {
 			return "", usagef("the prompt is empty")
 		}
