@@ -106,6 +106,9 @@ func (c *embedCommand) Run(ctx context.Context, args []string) error {
 	if len(texts) == 0 {
 		return usagef("no input: pipe one text per line into stdin, or use -p TEXT")
 	}
+	if f.model, err = resolveRepoArg(f.model, os.Getenv); err != nil {
+		return err
+	}
 	if err := loadMLX(ctx, &f.rt); err != nil {
 		return err
 	}

@@ -34,6 +34,9 @@ Commands:
 	embed          compute sentence embeddings
 	transcribe     transcribe speech
 	tokenize       encode or decode text with a model's tokenizer
+	pull           download a model from the Hugging Face hub into its cache
+	ls             list the models in the Hugging Face cache
+	rm             remove a model from the Hugging Face cache
 	verify-native  check the native pack, the CPU and the MLX devices
 	version        print the version
 
@@ -41,6 +44,7 @@ Run "mlxgo <command> -h" for the flags of a command.
 
 Examples:
 	$ echo "Write a haiku about the sea" | mlxgo generate -m ./model
+	$ mlxgo pull mlx-community/SmolLM2-135M-Instruct-4bit
 	$ mlxgo verify-native --json
 `
 
@@ -97,6 +101,12 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 		cmd = notYet{m: m, name: name}
 	case "tokenize":
 		cmd = &tokenizeCommand{m: m}
+	case "pull":
+		cmd = &pullCommand{m: m}
+	case "ls":
+		cmd = &lsCommand{m: m}
+	case "rm":
+		cmd = &rmCommand{m: m}
 	case "verify-native":
 		cmd = &verifyNativeCommand{m: m}
 	case "version":
@@ -109,6 +119,7 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 		fmt.Fprintln(m.Stderr, `mlxgo: hint: run "mlxgo help" for the list of commands`)
 		return 2
 	}
+	modelFetch.ctx, modelFetch.stderr, modelFetch.pull = ctx, m.Stderr, false
 	err := cmd.Run(ctx, rest)
 	return m.exitCode(name, err)
 }

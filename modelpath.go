@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
-	"strings"
+
+	"github.com/mlxgo/mlxgo/hub"
 )
 
 // DefaultModelFile is the model `mlxgo generate` uses without -m:
@@ -32,9 +35,9 @@ func defaultModelPath(getenv func(string) string) (string, error) {
 }
 
 // resolveModel turns the -m argument into a path: an existing file or
-// directory as given, else a Hugging Face repo id ("org/name") found in the
-// local hub cache. mlxgo never downloads models. An empty arg means the
-// default model.
+// directory as given, else a Hugging Face repo id ("ORG/NAME[@REV]") found
+// in the local hub cache, or pulled into it first when the command has
+// --pull. An empty arg means the default model.
 func resolveModel(arg string, getenv func(string) string) (string, error) {
 	if arg == "" {
 		p, err := defaultModelPath(getenv)
@@ -52,73 +55,65 @@ func resolveModel(arg string, getenv func(string) string) (string, error) {
 	if !looksLikeRepoID(arg) {
 		return "", fmt.Errorf("cannot open model %s: no such file or directory", arg)
 	}
-	hub := hfHubCache(getenv)
-	snap, err := hfSnapshot(hub, arg)
+	return resolveRepoModel(arg, getenv)
+}
+
+// resolveRepoArg resolves arg when it is a repo id and not a path on disk,
+// and returns any other arg as it is (for embed, whose loader reports a
+// bad path itself).
+func resolveRepoArg(arg string, getenv func(string) string) (string, error) {
+	if _, err := os.Stat(arg); err == nil || !looksLikeRepoID(arg) {
+		return arg, nil
+	}
+	return resolveRepoModel(arg, getenv)
+}
+
+// resolveRepoModel finds ORG/NAME[@REV] in the hub cache (pulling it with
+// --pull when it is missing): the snapshot directory, or the snapshot's one
+// .gguf file when it has no config.json.
+func resolveRepoModel(arg string, getenv func(string) string) (string, error) {
+	repo, rev, err := hub.ParseRef(arg)
 	if err != nil {
-		return "", fmt.Errorf("cannot find model %s: not a local path, and not in the Hugging Face cache at %s (%v); mlxgo does not download models", arg, hub, err)
-	}
-	return snap, nil
-}
-
-// looksLikeRepoID: "org/name", neither part empty nor a path element like ".".
-func looksLikeRepoID(s string) bool {
-	org, name, ok := strings.Cut(s, "/")
-	if !ok || strings.Contains(name, "/") {
-		return false
-	}
-	for _, p := range []string{org, name} {
-		if p == "" || p == "." || p == ".." || strings.ContainsAny(p, `\:`) {
-			return false
-		}
-	}
-	return true
-}
-
-// hfHubCache is huggingface_hub's cache directory: $HF_HUB_CACHE, else
-// $HF_HOME/hub, else $XDG_CACHE_HOME/huggingface/hub, else ~/.cache/huggingface/hub.
-func hfHubCache(getenv func(string) string) string {
-	if d := getenv("HF_HUB_CACHE"); d != "" {
-		return d
-	}
-	if d := getenv("HF_HOME"); d != "" {
-		return filepath.Join(d, "hub")
-	}
-	if d := getenv("XDG_CACHE_HOME"); d != "" {
-		return filepath.Join(d, "huggingface", "hub")
-	}
-	home := getenv("HOME")
-	if home == "" {
-		home, _ = os.UserHomeDir()
-	}
-	return filepath.Join(home, ".cache", "huggingface", "hub")
-}
-
-// hfSnapshot finds models--ORG--NAME/snapshots/<rev>/ with rev from
-// refs/main, as huggingface_hub lays the cache out.
-func hfSnapshot(hub, repo string) (string, error) {
-	dir := filepath.Join(hub, "models--"+strings.ReplaceAll(repo, "/", "--"))
-	ref, err := os.ReadFile(filepath.Join(dir, "refs", "main"))
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return "", fmt.Errorf("no %s", filepath.Join(filepath.Base(dir), "refs", "main"))
-		}
 		return "", err
 	}
-	rev := strings.TrimSpace(string(ref))
-	if rev == "" || strings.ContainsAny(rev, `/\`) || rev == "." || rev == ".." {
-		return "", fmt.Errorf("refs/main holds %q, not a revision", rev)
+	cache := hub.Cache{Dir: hfHubCache(getenv)}
+	snap, _, err := cache.Snapshot(repo, rev)
+	if errors.Is(err, hub.ErrNotCached) && modelFetch.pull {
+		res, err := pullModel(modelFetch.ctx, modelFetch.stderr, getenv, hub.Options{Repo: repo, Revision: rev})
+		if err != nil {
+			return "", err
+		}
+		return res.Path, nil
 	}
-	snap := filepath.Join(dir, "snapshots", rev)
-	if st, err := os.Stat(snap); err != nil || !st.IsDir() {
-		return "", fmt.Errorf("no snapshot %s", rev)
+	if err != nil {
+		return "", fmt.Errorf("cannot find model %s: not a local path, and not in the Hugging Face cache at %s (%v); run `mlxgo pull %s` or add --pull", arg, cache.Dir, err, arg)
 	}
 	// A GGUF repository has no config.json: use its one .gguf file.
 	if _, err := os.Stat(filepath.Join(snap, "config.json")); err != nil {
 		if ggufs, _ := filepath.Glob(filepath.Join(snap, "*.gguf")); len(ggufs) == 1 {
 			return ggufs[0], nil
 		} else if len(ggufs) > 1 {
-			return "", fmt.Errorf("snapshot %s holds %d .gguf files: give -m one of them", rev, len(ggufs))
+			return "", fmt.Errorf("snapshot %s holds %d .gguf files: give -m one of them", filepath.Base(snap), len(ggufs))
 		}
 	}
 	return snap, nil
 }
+
+// modelFetch is how resolveModel pulls a repo id missing from the cache:
+// main.Run sets ctx and stderr for each command, and the --pull flag of the
+// model-running commands (runtimeFlags.register) sets pull.
+var modelFetch struct {
+	ctx    context.Context
+	stderr io.Writer
+	pull   bool
+}
+
+// looksLikeRepoID: "ORG/NAME" or "ORG/NAME@REV" as the hub spells them.
+func looksLikeRepoID(s string) bool {
+	_, _, err := hub.ParseRef(s)
+	return err == nil
+}
+
+// hfHubCache is huggingface_hub's cache directory: $HF_HUB_CACHE, else
+// $HF_HOME/hub, else $XDG_CACHE_HOME/huggingface/hub, else ~/.cache/huggingface/hub.
+func hfHubCache(getenv func(string) string) string { return hub.CacheDir(getenv) }

@@ -14,6 +14,8 @@ const runtimeUsage = `	--kernels mlxgo|mlx       CPU kernels: mlxgo's (vectorize
 	                          mlxgo; $MLXGO_KERNELS)
 	--threads N               threads for the CPU kernels (default: physical
 	                          cores; $MLXGO_THREADS)
+	--pull                    pull -m ORG/NAME[@REV] from the hub first when it
+	                          is not in the cache (see mlxgo pull -h)
 `
 
 // runtimeFlags are the settings of the runtime itself rather than of one
@@ -26,6 +28,7 @@ type runtimeFlags struct {
 func (r *runtimeFlags) register(fs *cmdFlags) {
 	fs.StringVar(&r.kernels, "kernels", "", "")
 	fs.IntVar(&r.threads, "threads", 0, "")
+	fs.BoolVar(&modelFetch.pull, "pull", false, "") // read by resolveModel
 }
 
 // resolve fills what the flags left unset from the environment and the
