@@ -5,14 +5,14 @@ package mlx
 func RMSNorm(x, weight *Array, eps float32) *Array {
 	c := begin("rms_norm")
 	hx, hw := c.in(x), c.opt(weight)
-	return c.do(func(out *uintptr) int32 { return fn.rmsNorm(hx, hw, eps, out) })
+	return c.do(func(out *uintptr) int32 { return fn.rmsNorm(hx, hw, &eps, out) })
 }
 
 // LayerNorm is mx.fast.layer_norm; weight and bias may be nil.
 func LayerNorm(x, weight, bias *Array, eps float32) *Array {
 	c := begin("layer_norm")
 	hx, hw, hb := c.in(x), c.opt(weight), c.opt(bias)
-	return c.do(func(out *uintptr) int32 { return fn.layerNorm(hx, hw, hb, eps, out) })
+	return c.do(func(out *uintptr) int32 { return fn.layerNorm(hx, hw, hb, &eps, out) })
 }
 
 // RoPE is mx.fast.rope: rotary embeddings over the first dims features of the
@@ -24,7 +24,7 @@ func RoPE(x *Array, dims int, traditional bool, base, scale float32, offset int,
 	c := begin("rope")
 	hx, hf := c.in(x), c.opt(freqs)
 	return c.do(func(out *uintptr) int32 {
-		return fn.rope(hx, int32(dims), flag(traditional), flag(freqs == nil), base, scale, int32(offset), hf, out)
+		return fn.rope(hx, int32(dims), flag(traditional), flag(freqs == nil), &base, &scale, int32(offset), hf, out)
 	})
 }
 
@@ -34,7 +34,7 @@ func RoPEDynamic(x *Array, dims int, traditional bool, base, scale float32, offs
 	c := begin("rope")
 	hx, ho, hf := c.in(x), c.in(offset), c.opt(freqs)
 	return c.do(func(out *uintptr) int32 {
-		return fn.ropeDynamic(hx, int32(dims), flag(traditional), flag(freqs == nil), base, scale, ho, hf, out)
+		return fn.ropeDynamic(hx, int32(dims), flag(traditional), flag(freqs == nil), &base, &scale, ho, hf, out)
 	})
 }
 
@@ -52,5 +52,5 @@ const (
 func ScaledDotProductAttention(q, k, v *Array, scale float32, maskMode string, mask, sinks *Array) *Array {
 	c := begin("scaled_dot_product_attention")
 	hq, hk, hv, hm, hs := c.in(q), c.in(k), c.in(v), c.opt(mask), c.opt(sinks)
-	return c.do(func(out *uintptr) int32 { return fn.sdpa(hq, hk, hv, scale, maskMode, hm, hs, out) })
+	return c.do(func(out *uintptr) int32 { return fn.sdpa(hq, hk, hv, &scale, maskMode, hm, hs, out) })
 }

@@ -51,7 +51,7 @@ func Scalar(v float32, dt Dtype) *Array {
 		return errArray(ErrNotLoaded)
 	}
 	var out uintptr
-	if err := check("scalar", fn.fromFloat(v, int32(dt), &out)); err != nil {
+	if err := check("scalar", fn.fromFloat(&v, int32(dt), &out)); err != nil {
 		return errArray(err)
 	}
 	return newArray(out)

@@ -67,7 +67,7 @@ func lookup(lib uintptr, table []symbol) (addrs []uintptr, missing []string) {
 	return addrs, missing
 }
 
-// register binds every symbol; purego panics on a Go signature it cannot
+// register binds every symbol, directly where bindDirect can; purego panics on a Go signature it cannot
 // map, which is a bug in the table, reported as an error naming the symbol.
 func register(table []symbol, addrs []uintptr) (err error) {
 	var current string
@@ -78,7 +78,9 @@ func register(table []symbol, addrs []uintptr) (err error) {
 	}()
 	for i, s := range table {
 		current = s.name
-		purego.RegisterFunc(s.ptr, addrs[i])
+		if !bindDirect(s.ptr, addrs[i]) {
+			purego.RegisterFunc(s.ptr, addrs[i])
+		}
 	}
 	return nil
 }
@@ -101,4 +103,11 @@ func LiveArrays() int64 {
 		return 0
 	}
 	return fn.liveArrays()
+}
+
+// toC is s as a NUL-terminated copy for a C call (as purego passes strings).
+func toC(s string) *byte {
+	b := make([]byte, len(s)+1)
+	copy(b, s)
+	return &b[0]
 }

@@ -69,7 +69,7 @@ func Clip(a, lo, hi *Array) *Array {
 func Addmm(cm, a, b *Array, alpha, beta float32) *Array {
 	c := begin("addmm")
 	hc, ha, hb := c.in(cm), c.in(a), c.in(b)
-	return c.do(func(out *uintptr) int32 { return fn.addmm(hc, ha, hb, alpha, beta, out) })
+	return c.do(func(out *uintptr) int32 { return fn.addmm(hc, ha, hb, &alpha, &beta, out) })
 }
 
 func reduce(name string, a *Array, axes []int, keepdims bool) *Array {

@@ -17,7 +17,7 @@ func View(a *Array, dt Dtype) *Array {
 // Arange is [start, stop) in steps of step.
 func Arange(start, stop, step float64, dt Dtype) *Array {
 	c := begin("arange")
-	return c.do(func(out *uintptr) int32 { return fn.arange(start, stop, step, int32(dt), out) })
+	return c.do(func(out *uintptr) int32 { return fn.arange(&start, &stop, &step, int32(dt), out) })
 }
 
 // Zeros is an array of zeros.

@@ -98,7 +98,7 @@ func Normal(shape []int, dt Dtype, loc, scale float32, key *Array) *Array {
 	hk := c.opt(key)
 	sh := i32s(shape)
 	return c.do(func(out *uintptr) int32 {
-		return fn.randomNormal(ptr32(sh), int32(len(sh)), int32(dt), loc, scale, hk, out)
+		return fn.randomNormal(ptr32(sh), int32(len(sh)), int32(dt), &loc, &scale, hk, out)
 	})
 }
 

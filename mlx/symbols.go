@@ -1,12 +1,16 @@
 package mlx
 
+//go:generate go run ./internal/gendirect
+
 import "unsafe"
 
 // fn holds the shim's functions once Load has bound them. Each field's Go
 // type is the C signature of the function of the same name in
-// native/shim/mlxgo.h: int ↔ int32, size_t ↔ uintptr, float ↔ float32,
-// double ↔ float64, const char* ↔ string, mlxgo_array ↔ uintptr, and
-// pointers as Go pointers to memory the shim only uses during the call.
+// native/shim/mlxgo.h: int ↔ int32, size_t ↔ uintptr, const float* ↔
+// *float32, const double* ↔ *float64, const char* ↔ string, mlxgo_array ↔
+// uintptr, and pointers as Go pointers to memory the shim only uses during
+// the call. Every signature but the two string results is bound through
+// purego.SyscallN by direct.go (go generate writes it from this struct).
 var fn struct {
 	lastError   func() string
 	version     func() string
@@ -16,7 +20,7 @@ var fn struct {
 	arrayFree   func(a uintptr) int32
 	arrayClone  func(a uintptr, out *uintptr) int32
 	fromData    func(data unsafe.Pointer, nbytes uintptr, shape *int32, ndim int32, dtype int32, out *uintptr) int32
-	fromFloat   func(v float32, dtype int32, out *uintptr) int32
+	fromFloat   func(v *float32, dtype int32, out *uintptr) int32
 	fromInt     func(v int64, dtype int32, out *uintptr) int32
 	arrayInfo   func(a uintptr, dtype *int32, ndim *int32, shape *int32, cap int32) int32
 	arrayToHost func(a uintptr, dst unsafe.Pointer, nbytes uintptr) int32
@@ -25,7 +29,7 @@ var fn struct {
 
 	astype      func(a uintptr, dtype int32, out *uintptr) int32
 	view        func(a uintptr, dtype int32, out *uintptr) int32
-	arange      func(start, stop, step float64, dtype int32, out *uintptr) int32
+	arange      func(start, stop, step *float64, dtype int32, out *uintptr) int32
 	zeros       func(shape *int32, n int32, dtype int32, out *uintptr) int32
 	ones        func(shape *int32, n int32, dtype int32, out *uintptr) int32
 	full        func(shape *int32, n int32, vals uintptr, dtype int32, out *uintptr) int32
@@ -56,7 +60,7 @@ var fn struct {
 	reduce map[string]*func(a uintptr, axes *int32, n int32, keepdims int32, out *uintptr) int32
 
 	clip  func(a, lo, hi uintptr, out *uintptr) int32
-	addmm func(c, a, b uintptr, alpha, beta float32, out *uintptr) int32
+	addmm func(c, a, b uintptr, alpha, beta *float32, out *uintptr) int32
 
 	variance      func(a uintptr, axes *int32, n int32, keepdims int32, ddof int32, out *uintptr) int32
 	argmax        func(a uintptr, axis int32, keepdims int32, out *uintptr) int32
@@ -79,11 +83,11 @@ var fn struct {
 	gatherQMM       func(x, w, scales, biases, lhs, rhs uintptr, transpose, groupSize, bits int32, mode string, sorted int32, out *uintptr) int32
 	gatherMM        func(a, b, lhs, rhs uintptr, sorted int32, out *uintptr) int32
 
-	rmsNorm     func(x, w uintptr, eps float32, out *uintptr) int32
-	layerNorm   func(x, w, b uintptr, eps float32, out *uintptr) int32
-	rope        func(x uintptr, dims, traditional, hasBase int32, base, scale float32, offset int32, freqs uintptr, out *uintptr) int32
-	ropeDynamic func(x uintptr, dims, traditional, hasBase int32, base, scale float32, offset, freqs uintptr, out *uintptr) int32
-	sdpa        func(q, k, v uintptr, scale float32, maskMode string, mask, sinks uintptr, out *uintptr) int32
+	rmsNorm     func(x, w uintptr, eps *float32, out *uintptr) int32
+	layerNorm   func(x, w, b uintptr, eps *float32, out *uintptr) int32
+	rope        func(x uintptr, dims, traditional, hasBase int32, base, scale *float32, offset int32, freqs uintptr, out *uintptr) int32
+	ropeDynamic func(x uintptr, dims, traditional, hasBase int32, base, scale *float32, offset, freqs uintptr, out *uintptr) int32
+	sdpa        func(q, k, v uintptr, scale *float32, maskMode string, mask, sinks uintptr, out *uintptr) int32
 
 	conv1d            func(in, w uintptr, stride, padding, dilation, groups int32, out *uintptr) int32
 	fft               func(a uintptr, kind, hasN, n, axis int32, out *uintptr) int32
@@ -92,7 +96,7 @@ var fn struct {
 	randomSplit       func(key uintptr, num int32, out *uintptr) int32
 	randomCategorical func(logits uintptr, axis, hasNum, num int32, key uintptr, out *uintptr) int32
 	randomUniform     func(low, high uintptr, shape *int32, n int32, dtype int32, key uintptr, out *uintptr) int32
-	randomNormal      func(shape *int32, n int32, dtype int32, loc, scale float32, key uintptr, out *uintptr) int32
+	randomNormal      func(shape *int32, n int32, dtype int32, loc, scale *float32, key uintptr, out *uintptr) int32
 	randomBernoulli   func(p uintptr, shape *int32, n int32, key uintptr, out *uintptr) int32
 
 	defaultDevice    func(typ, index *int32) int32

@@ -109,9 +109,9 @@ int mlxgo_array_from_data(const void* data, size_t nbytes, const int* shape, int
   MLXGO_END
 }
 
-int mlxgo_array_from_float(float v, int dtype, mlxgo_array* out) {
+int mlxgo_array_from_float(const float* v, int dtype, mlxgo_array* out) {
   MLXGO_BEGIN
-  shim::put(out, mx::array(v, shim::dtype(dtype)));
+  shim::put(out, mx::array(*v, shim::dtype(dtype)));
   MLXGO_END
 }
 

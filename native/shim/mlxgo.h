@@ -15,6 +15,11 @@
  *  - Optional arguments are explicit: a NULL handle, or a has_x flag beside
  *    the value. Argument lists never shift.
  *  - Shapes and axes are (const int* ptr, int n) pairs.
+ *  - Floating-point arguments are passed by address (const float*, const
+ *    double*), so every argument is integer-class: Go then calls every
+ *    function through purego.SyscallN, without the reflection that a float
+ *    in a vector register would need (mlx/direct.go; ~1 us per call, ~40
+ *    calls per layer of a decode step).
  *  - MLX keeps default streams, random state and caches per OS thread. A
  *    thread must call mlxgo_bind_thread before it may run ops; calls from an
  *    unbound thread fail with MLXGO_ERR_THREAD instead of silently using a
@@ -66,7 +71,7 @@ MLXGO_API int mlxgo_thread_bound(void);
 MLXGO_API int mlxgo_array_free(mlxgo_array a);
 MLXGO_API int mlxgo_array_clone(mlxgo_array a, mlxgo_array* out);
 MLXGO_API int mlxgo_array_from_data(const void* data, size_t nbytes, const int* shape, int ndim, int dtype, mlxgo_array* out);
-MLXGO_API int mlxgo_array_from_float(float v, int dtype, mlxgo_array* out);
+MLXGO_API int mlxgo_array_from_float(const float* v, int dtype, mlxgo_array* out);
 MLXGO_API int mlxgo_array_from_int(int64_t v, int dtype, mlxgo_array* out);
 /* Writes dtype, ndim and up to cap dims of the shape. */
 MLXGO_API int mlxgo_array_info(mlxgo_array a, int* dtype, int* ndim, int* shape, int cap);
@@ -78,7 +83,7 @@ MLXGO_API int mlxgo_async_eval(const mlxgo_array* arrs, int n);
 /* ---- ops_shape.cpp: construction, casts and shape ops ---- */
 MLXGO_API int mlxgo_astype(mlxgo_array a, int dtype, mlxgo_array* out);
 MLXGO_API int mlxgo_view(mlxgo_array a, int dtype, mlxgo_array* out);
-MLXGO_API int mlxgo_arange(double start, double stop, double step, int dtype, mlxgo_array* out);
+MLXGO_API int mlxgo_arange(const double* start, const double* stop, const double* step, int dtype, mlxgo_array* out);
 MLXGO_API int mlxgo_zeros(const int* shape, int n, int dtype, mlxgo_array* out);
 MLXGO_API int mlxgo_ones(const int* shape, int n, int dtype, mlxgo_array* out);
 MLXGO_API int mlxgo_full(const int* shape, int n, mlxgo_array vals, int dtype, mlxgo_array* out);
@@ -124,7 +129,7 @@ MLXGO_BINARY(matmul)
 #undef MLXGO_BINARY
 /* a_min / a_max may be NULL (no bound on that side). */
 MLXGO_API int mlxgo_clip(mlxgo_array a, mlxgo_array a_min, mlxgo_array a_max, mlxgo_array* out);
-MLXGO_API int mlxgo_addmm(mlxgo_array c, mlxgo_array a, mlxgo_array b, float alpha, float beta, mlxgo_array* out);
+MLXGO_API int mlxgo_addmm(mlxgo_array c, mlxgo_array a, mlxgo_array b, const float* alpha, const float* beta, mlxgo_array* out);
 
 /* ---- ops_reduce.cpp: reductions, sorting, indexing ---- */
 #define MLXGO_REDUCE(name) MLXGO_API int mlxgo_##name(mlxgo_array a, const int* axes, int n, int keepdims, mlxgo_array* out);
@@ -161,14 +166,14 @@ MLXGO_API int mlxgo_gather_mm(mlxgo_array a, mlxgo_array b, mlxgo_array lhs_indi
                               int sorted_indices, mlxgo_array* out);
 
 /* ---- fast.cpp: fused ops (mx::fast) ---- */
-MLXGO_API int mlxgo_fast_rms_norm(mlxgo_array x, mlxgo_array weight, float eps, mlxgo_array* out);
-MLXGO_API int mlxgo_fast_layer_norm(mlxgo_array x, mlxgo_array weight, mlxgo_array bias, float eps, mlxgo_array* out);
-MLXGO_API int mlxgo_fast_rope(mlxgo_array x, int dims, int traditional, int has_base, float base, float scale,
-                              int offset, mlxgo_array freqs, mlxgo_array* out);
-MLXGO_API int mlxgo_fast_rope_dynamic(mlxgo_array x, int dims, int traditional, int has_base, float base, float scale,
-                                      mlxgo_array offset, mlxgo_array freqs, mlxgo_array* out);
+MLXGO_API int mlxgo_fast_rms_norm(mlxgo_array x, mlxgo_array weight, const float* eps, mlxgo_array* out);
+MLXGO_API int mlxgo_fast_layer_norm(mlxgo_array x, mlxgo_array weight, mlxgo_array bias, const float* eps, mlxgo_array* out);
+MLXGO_API int mlxgo_fast_rope(mlxgo_array x, int dims, int traditional, int has_base, const float* base,
+                              const float* scale, int offset, mlxgo_array freqs, mlxgo_array* out);
+MLXGO_API int mlxgo_fast_rope_dynamic(mlxgo_array x, int dims, int traditional, int has_base, const float* base,
+                                      const float* scale, mlxgo_array offset, mlxgo_array freqs, mlxgo_array* out);
 /* mask_mode is "" (none or array mask) or "causal"; mask and sinks may be NULL. */
-MLXGO_API int mlxgo_fast_sdpa(mlxgo_array q, mlxgo_array k, mlxgo_array v, float scale, const char* mask_mode,
+MLXGO_API int mlxgo_fast_sdpa(mlxgo_array q, mlxgo_array k, mlxgo_array v, const float* scale, const char* mask_mode,
                               mlxgo_array mask, mlxgo_array sinks, mlxgo_array* out);
 
 /* ---- signal.cpp: convolution, FFT, random ---- */
@@ -181,7 +186,7 @@ MLXGO_API int mlxgo_random_split(mlxgo_array key, int num, mlxgo_array* out);
 /* key may be NULL (the thread's global key sequence). */
 MLXGO_API int mlxgo_random_categorical(mlxgo_array logits, int axis, int has_num_samples, int num_samples, mlxgo_array key, mlxgo_array* out);
 MLXGO_API int mlxgo_random_uniform(mlxgo_array low, mlxgo_array high, const int* shape, int n, int dtype, mlxgo_array key, mlxgo_array* out);
-MLXGO_API int mlxgo_random_normal(const int* shape, int n, int dtype, float loc, float scale, mlxgo_array key, mlxgo_array* out);
+MLXGO_API int mlxgo_random_normal(const int* shape, int n, int dtype, const float* loc, const float* scale, mlxgo_array key, mlxgo_array* out);
 MLXGO_API int mlxgo_random_bernoulli(mlxgo_array p, const int* shape, int n, mlxgo_array key, mlxgo_array* out);
 
 /* ---- device.cpp: devices, streams, memory ---- */

@@ -75,9 +75,9 @@ int mlxgo_clip(mlxgo_array a, mlxgo_array a_min, mlxgo_array a_max, mlxgo_array*
   MLXGO_END
 }
 
-int mlxgo_addmm(mlxgo_array c, mlxgo_array a, mlxgo_array b, float alpha, float beta, mlxgo_array* out) {
+int mlxgo_addmm(mlxgo_array c, mlxgo_array a, mlxgo_array b, const float* alpha, const float* beta, mlxgo_array* out) {
   MLXGO_BEGIN
-  put(out, mlxgo::cpu::addmm(arr(c, "c"), arr(a, "a"), arr(b, "b"), alpha, beta));
+  put(out, mlxgo::cpu::addmm(arr(c, "c"), arr(a, "a"), arr(b, "b"), *alpha, *beta));
   MLXGO_END
 }
 

@@ -32,9 +32,9 @@ int mlxgo_view(mlxgo_array a, int dtype, mlxgo_array* out) {
   MLXGO_END
 }
 
-int mlxgo_arange(double start, double stop, double step, int dtype, mlxgo_array* out) {
+int mlxgo_arange(const double* start, const double* stop, const double* step, int dtype, mlxgo_array* out) {
   MLXGO_BEGIN
-  put(out, mx::arange(start, stop, step, shim::dtype(dtype)));
+  put(out, mx::arange(*start, *stop, *step, shim::dtype(dtype)));
   MLXGO_END
 }
 

@@ -67,10 +67,10 @@ int mlxgo_random_uniform(mlxgo_array low, mlxgo_array high, const int* shape, in
   MLXGO_END
 }
 
-int mlxgo_random_normal(const int* shape, int n, int dtype, float loc, float scale, mlxgo_array key,
+int mlxgo_random_normal(const int* shape, int n, int dtype, const float* loc, const float* scale, mlxgo_array key,
                         mlxgo_array* out) {
   MLXGO_BEGIN
-  put(out, mx::random::normal(shim::shape(shape, n), shim::dtype(dtype), loc, scale, opt(key)));
+  put(out, mx::random::normal(shim::shape(shape, n), shim::dtype(dtype), *loc, *scale, opt(key)));
   MLXGO_END
 }
 
