@@ -112,7 +112,7 @@ func (e *engine) start(b BatchRunner, j *job) {
 	if err := j.ctx.Err(); err != nil {
 		// The client left (or timed out) while waiting: nothing to run.
 		j.finished = true
-		j.send(event{done: true, err: err})
+		j.end(event{done: true, err: err})
 		return
 	}
 	j.batch = b.Rows() + 1

@@ -66,6 +66,9 @@ type job struct {
 	batch   int // rows in the batch at admission, this one included (serial: 1)
 	m       *metrics
 
+	eng      *engine // set by submit
+	released bool    // its place in the engine's bound is given back
+
 	// A batched job never blocks the engine on its handler: events the
 	// channel cannot take yet wait in backlog (see send).
 	batched  bool
@@ -150,6 +153,12 @@ func (j *job) token(id int32) error {
 
 // engine owns the Runner: one goroutine takes jobs from a bounded queue and
 // runs them one at a time (serial) or as rows of a batch (continuous).
+//
+// The bound is on jobs held, not on the channel: running rows + queued jobs
+// <= the concurrency cap (1 serial, MaxRows continuous) + maxQueue. Jobs
+// leave the channel only at step boundaries, so a bound on the channel
+// alone would refuse requests that arrive during a long step while rows
+// are free.
 type engine struct {
 	runner Runner
 	batch  BatchRunner // nil: serial
@@ -159,18 +168,27 @@ type engine struct {
 	stop   chan struct{}
 	done   chan struct{}
 	live   map[*job]struct{} // batched jobs admitted whose events are not all delivered
+
+	mu    sync.Mutex
+	held  int // jobs submitted whose final event is not yet sent
+	limit int // the most jobs held: the concurrency cap + maxQueue
 }
 
 func newEngine(r Runner, maxQueue int, m *metrics) *engine {
-	e := &engine{runner: r, queue: make(chan *job, maxQueue), m: m, stop: make(chan struct{}), done: make(chan struct{})}
+	e := &engine{runner: r, m: m, stop: make(chan struct{}), done: make(chan struct{})}
+	rows := 1
 	if b, ok := r.(BatchRunner); ok && b.MaxRows() > 1 {
 		e.batch, e.live = b, map[*job]struct{}{}
-		m.maxRows.set(float64(b.MaxRows()))
-	} else {
-		m.maxRows.set(1)
+		rows = b.MaxRows()
 	}
+	m.maxRows.set(float64(rows))
+	e.limit = rows + maxQueue
+	e.queue = make(chan *job, e.limit)
 	return e
 }
+
+// capacity is the most jobs the engine holds at once, running and queued.
+func (e *engine) capacity() int { return e.limit }
 
 // scheduling names the engine's mechanism for the execution composition.
 func (e *engine) scheduling() string {
@@ -180,21 +198,48 @@ func (e *engine) scheduling() string {
 	return SchedulingSerial
 }
 
-// submit queues j, or fails at once when the queue is full: a client told
-// to retry is better off than one left hanging.
-func (e *engine) submit(j *job) error {
+// submit queues jobs (the choices of one request: all or none), or fails at
+// once when they would take the engine past its bound: a client told to
+// retry is better off than one left hanging.
+func (e *engine) submit(jobs ...*job) error {
 	select {
 	case <-e.stop:
 		return ErrShuttingDown
 	default:
 	}
-	select {
-	case e.queue <- j:
-		e.m.queueDepth.set(float64(len(e.queue)))
-		return nil
-	default:
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.held+len(jobs) > e.limit {
 		return ErrQueueFull
 	}
+	e.held += len(jobs)
+	for _, j := range jobs {
+		j.eng = e
+		e.queue <- j // never blocks: the channel holds limit jobs
+	}
+	e.m.queueDepth.set(float64(len(e.queue)))
+	return nil
+}
+
+// release gives back j's place in the bound, once, just before its final
+// event is sent.
+func (e *engine) release(j *job) {
+	if j.released {
+		return
+	}
+	j.released = true
+	e.mu.Lock()
+	e.held--
+	e.mu.Unlock()
+}
+
+// end sends j's final event, releasing its place first so that a client
+// that has its answer can send the next request at once.
+func (j *job) end(ev event) {
+	if j.eng != nil {
+		j.eng.release(j)
+	}
+	j.send(ev)
 }
 
 // run is the engine goroutine; it returns after close, once the jobs in
@@ -222,7 +267,8 @@ func (e *engine) failQueued() {
 	for {
 		select {
 		case j := <-e.queue:
-			j.send(event{done: true, err: ErrShuttingDown})
+			j.finished = true
+			j.end(event{done: true, err: ErrShuttingDown})
 		default:
 			e.m.queueDepth.set(0)
 			return
@@ -234,7 +280,7 @@ func (e *engine) failQueued() {
 func (e *engine) execute(j *job) {
 	if err := j.ctx.Err(); err != nil {
 		// The client left (or timed out) while waiting: nothing to run.
-		j.send(event{done: true, err: err})
+		j.end(event{done: true, err: err})
 		return
 	}
 	j.batch = 1
@@ -250,6 +296,7 @@ func (e *engine) execute(j *job) {
 // the metrics, and the final event.
 func (e *engine) finish(j *job, res Result, err error) {
 	j.finished = true
+	e.release(j) // also when the client is gone and nothing more is sent
 	e.m.promptTokens.add(float64(res.Stats.PromptTokens + res.CachedTokens))
 	e.m.generatedTokens.add(float64(res.Stats.GeneratedTokens))
 	e.m.cacheHitTokens.add(float64(res.CachedTokens))
@@ -271,7 +318,7 @@ func (e *engine) finish(j *job, res Result, err error) {
 		err = errTimeout
 	}
 	res.Scheduling, res.BatchRows = e.scheduling(), j.batch
-	j.send(event{done: true, res: res, err: err})
+	j.end(event{done: true, res: res, err: err})
 }
 
 // close stops taking jobs and waits for the engine goroutine to end.
