@@ -1,6 +1,7 @@
 package models_test
 
 import (
+	"os"
 	"testing"
 	"time"
 
@@ -25,7 +26,7 @@ func BenchmarkSmolLM2Decode(b *testing.B) {
 // the next step) or pipelined like generate_step (build and async_eval step
 // n+1 from the lazy token of step n, then read token n).
 func benchDecode(b *testing.B, pipelined bool) {
-	path := testenv.DataFile(b, "smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")
+	path := benchModel(b)
 	mlxtest.Need(b)
 	err := mlx.Do(func() error {
 		m, err := models.Load(path, models.LoadOptions{})
@@ -113,7 +114,7 @@ func decodePipelined(m models.Model, caches []kv.Cache, first int32, n int) erro
 // floor under a step's time. Every 32 steps the caches are renewed so the
 // unevaluated graph does not grow without bound.
 func BenchmarkSmolLM2BuildStep(b *testing.B) {
-	path := testenv.DataFile(b, "smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")
+	path := benchModel(b)
 	mlxtest.Need(b)
 	err := mlx.Do(func() error {
 		m, err := models.Load(path, models.LoadOptions{})
@@ -139,4 +140,14 @@ func BenchmarkSmolLM2BuildStep(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+}
+
+// benchModel is the model the decode benchmarks run: $MLXGO_BENCH_MODEL (a
+// model directory or .gguf, e.g. the Llama-shaped models on a GPU machine),
+// or the real SmolLM2 GGUF.
+func benchModel(b *testing.B) string {
+	if p := os.Getenv("MLXGO_BENCH_MODEL"); p != "" {
+		return p
+	}
+	return testenv.DataFile(b, "smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")
 }

@@ -34,6 +34,11 @@ type oracleCase struct {
 	QuantizedKVStart int               `json:"quantized_kv_start"`
 	MaxKVSize        *int              `json:"max_kv_size"`
 	SourceGGUF       string            `json:"source_gguf"`
+	// Unsupported is MLX's own error for a case it cannot evaluate on the
+	// oracle's device (logits.py records it on a GPU only), at model call
+	// FailedCall (1-based); the fixture then holds the prompt alone.
+	Unsupported string `json:"unsupported"`
+	FailedCall  int    `json:"failed_call"`
 	Calls            []struct {
 		Tokens int      `json:"tokens"`
 		Offset int      `json:"offset"`
@@ -114,6 +119,9 @@ func readFixture(t *testing.T, path string) fixture {
 	var fx fixture
 	_, p := get("prompt_ids")
 	fx.prompt = bytesAs[int32](p)
+	if _, ok := f.Tensor("logits"); !ok {
+		return fx // an unsupported case's fixture: the prompt alone
+	}
 	_, tk := get("tokens")
 	fx.tokens = bytesAs[int32](tk)
 	li, l := get("logits")
@@ -192,6 +200,13 @@ func TestL1(t *testing.T) {
 
 func runCase(t *testing.T, c oracleCase, modelPath string, checkFiles bool) {
 	fx := readFixture(t, filepath.Join(oracleDir(), "cases", c.File))
+	if c.Unsupported != "" {
+		if os.Getenv("MLXGO_ORACLE_DEVICE") != "gpu" {
+			t.Fatalf("the oracle could not run this case on the CPU: %s", c.Unsupported)
+		}
+		runUnsupported(t, c, fx, modelPath)
+		return
+	}
 	if testing.Short() && fx.vocab > 4096 {
 		t.Skip("real-size model: skipped with -short")
 	}
@@ -299,6 +314,70 @@ func runCase(t *testing.T, c oracleCase, modelPath string, checkFiles bool) {
 		}
 		return nil
 	})
+}
+
+// runUnsupported replays a case MLX itself could not evaluate on the GPU
+// (logits.py's unsupported_case): the same prefill split, then greedy decode
+// on mlxgo's own tokens, which must stop at the same model call with MLX's
+// same error, not run on, hang or crash.
+func runUnsupported(t *testing.T, c oracleCase, fx fixture, modelPath string) {
+	opts := kv.Options{KVGroupSize: c.KVGroupSize}
+	if c.MaxKVSize != nil {
+		opts.MaxKVSize = *c.MaxKVSize
+	}
+	if c.KVBits != nil {
+		opts.KVBits = *c.KVBits
+	}
+	// MLX's message up to the problem shape: the shapes themselves are the
+	// same on both sides, but the check must not hinge on their formatting.
+	want, _, _ := strings.Cut(c.Unsupported, ":")
+	mlxtest.Do(t, func() error {
+		m, err := models.Load(modelPath, models.LoadOptions{})
+		if err != nil {
+			return err
+		}
+		defer m.Close()
+		caches := m.NewCaches(opts)
+		defer kv.FreeAll(caches)
+		call := 0
+		forward := func(ids []int32) (int32, error) {
+			call++
+			s := mlx.NewScope()
+			defer s.Close()
+			logits := m.Forward(mlx.FromSlice(ids, 1, len(ids)), caches)
+			last := mlx.Slice(logits, []int{0, len(ids) - 1, 0}, []int{1, len(ids), logits.Dim(2)})
+			if err := kv.MaybeQuantize(caches, c.QuantizedKVStart, opts.GroupSize(), opts.KVBits); err != nil {
+				return 0, err
+			}
+			tok, err := mlx.Argmax(last, -1, false).Int32s()
+			if err != nil {
+				return 0, err
+			}
+			return tok[0], mlx.Eval(kv.States(caches)...)
+		}
+		in := fx.prompt
+		for _, n := range c.PrefillChunks[:len(c.PrefillChunks)-1] {
+			if _, err := forward(in[:n]); err != nil {
+				return checkUnsupported(err, call, c.FailedCall, want)
+			}
+			in = in[n:]
+		}
+		for step := 0; step <= c.Steps; step++ {
+			tok, err := forward(in)
+			if err != nil {
+				return checkUnsupported(err, call, c.FailedCall, want)
+			}
+			in = []int32{tok}
+		}
+		return fmt.Errorf("mlxgo ran all %d calls of a case MLX stopped at call %d with %q", call, c.FailedCall, c.Unsupported)
+	})
+}
+
+func checkUnsupported(err error, call, wantCall int, want string) error {
+	if call != wantCall || !strings.Contains(err.Error(), want) {
+		return fmt.Errorf("call %d failed with %v; MLX failed call %d with %q", call, err, wantCall, want)
+	}
+	return nil
 }
 
 func cacheKinds(caches []kv.Cache) string {

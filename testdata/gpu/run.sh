@@ -10,6 +10,8 @@
 #            then mlxgo's TestL1 against them (models.test), MLX_ENABLE_TF32=0 in both
 #   bench1b  mlxgo generate vs mlx-lm, alternating (bench.py), Llama-3.2-1B shape bf16 + q4g64
 #   bench8b  the same for the Llama-3.1-8B shape
+#   hostcost the host's share of a decode step on the 1B shape (models.test benchmarks):
+#            building one step's graph, and decode with and without pipelining
 #   summary  one table from the bench JSON
 #
 # Run from the repo root: testdata/gpu/run.sh STAGE... ; `make gpu-check` prepares what
@@ -105,6 +107,16 @@ stage_bench1b() {
 stage_bench8b() {
 	"$PY" testdata/gpu/make_big.py --out "$W/big" --tokenizer "$W/tok/llama3_1" 8b || return 1
 	bench_one "$W/big/llama8b-bf16" 2; bench_one "$W/big/llama8b-q4g64" 2
+}
+
+stage_hostcost() {
+	local m
+	for m in llama1b-bf16 llama1b-q4g64; do
+		[ -d "$W/big/$m" ] || continue
+		(cd models && MLXGO_NATIVE_DIR=$PACK MLXGO_BENCH_MODEL=$W/big/$m "$W/bin/models.test" -test.run '^$' \
+			-test.bench 'SmolLM2(BuildStep|Decode)' -test.benchtime 200x) 2>&1 | tee "$OUT/hostcost-$m.txt" | grep -E '^Bench|FAIL|ok'
+		keep "$OUT/hostcost-$m.txt"
+	done
 }
 
 stage_summary() {
