@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mlxgo/mlxgo/hub/hubtest"
 )
 
 func TestResolveModel(t *testing.T) {
@@ -30,6 +32,9 @@ func TestResolveModel(t *testing.T) {
 	mk("models--org--two/snapshots/r1/b.gguf", "")
 	mk("models--org--badref/refs/main", "../../etc")
 	mk("models--org--noref/snapshots/x/config.json", "{}")
+	commit := strings.Repeat("c", 40)
+	mk("models--org--dirmodel/refs/v1", commit)
+	mk("models--org--dirmodel/snapshots/"+commit+"/config.json", "{}")
 	local := filepath.Join(dir, "local.gguf")
 	if err := os.WriteFile(local, nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -45,11 +50,15 @@ func TestResolveModel(t *testing.T) {
 	}{
 		{name: "local file", arg: local, want: local},
 		{name: "repo dir snapshot from refs/main", arg: "org/dirmodel", want: filepath.Join(hub, "models--org--dirmodel", "snapshots", "abc123")},
+		{name: "repo at a tag", arg: "org/dirmodel@v1", want: filepath.Join(hub, "models--org--dirmodel", "snapshots", commit)},
+		{name: "repo at a commit", arg: "org/dirmodel@" + commit, want: filepath.Join(hub, "models--org--dirmodel", "snapshots", commit)},
+		{name: "repo at an unknown tag", arg: "org/dirmodel@v2", err: "no refs/v2"},
+		{name: "repo at a bad revision", arg: "org/dirmodel@../x", err: "no such file or directory"},
 		{name: "repo with one gguf", arg: "org/ggufmodel", want: filepath.Join(hub, "models--org--ggufmodel", "snapshots", "r1", "m.Q4_0.gguf")},
 		{name: "repo with two ggufs", arg: "org/two", err: "holds 2 .gguf files"},
 		{name: "ref escaping the cache", arg: "org/badref", err: "not a revision"},
 		{name: "no refs/main", arg: "org/noref", err: "refs/main"},
-		{name: "not cached", arg: "org/absent", err: "not in the Hugging Face cache"},
+		{name: "not cached", arg: "org/absent", err: "not in the Hugging Face cache at " + hub + " (no models--org--absent); run `mlxgo pull org/absent` or add --pull"},
 		{name: "missing path", arg: "./nope/model", err: "no such file or directory"},
 		{name: "default absent", arg: "", err: "make demo"},
 		{name: "default present", arg: "", want: def, before: func() {
@@ -120,4 +129,30 @@ func FuzzResolveModelRepoID(f *testing.F) {
 			return ""
 		})
 	})
+}
+
+// TestResolveModelPull: with --pull, a repo id missing from the cache is
+// pulled and resolved; without it, nothing is fetched.
+func TestResolveModelPull(t *testing.T) {
+	srv := hubtest.New()
+	defer srv.Close()
+	srv.AddFiles("org/tiny", map[string][]byte{"config.json": []byte(`{"model_type":"llama"}`), "model.safetensors": []byte("x")})
+	env := map[string]string{"HF_HUB_CACHE": t.TempDir(), "HF_ENDPOINT": srv.URL(), "HF_HOME": t.TempDir()}
+	getenv := func(k string) string { return env[k] }
+	defer func() { modelFetch.pull = false }()
+	modelFetch.pull = false
+	if _, err := resolveModel("org/tiny", getenv); err == nil || srv.Served("model.safetensors") != 0 {
+		t.Fatalf("without --pull: %v, %d bytes fetched", err, srv.Served("model.safetensors"))
+	}
+	modelFetch.pull = true
+	got, err := resolveModel("org/tiny", getenv)
+	if err != nil || filepath.Base(filepath.Dir(got)) != "snapshots" {
+		t.Fatalf("with --pull: %q, %v", got, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(got, "model.safetensors")); err != nil || string(b) != "x" {
+		t.Fatalf("pulled %q, %v", b, err)
+	}
+	if again, err := resolveModel("org/tiny", getenv); err != nil || again != got {
+		t.Fatalf("second resolve %q, %v", again, err)
+	}
 }

@@ -88,12 +88,18 @@ func (c Cache) lockPath(repo, etag string) string {
 // ErrNotCached marks a repo or revision that the cache does not hold.
 var ErrNotCached = errors.New("not in the cache")
 
+// notCached says what is missing and is ErrNotCached.
+type notCached string
+
+func (e notCached) Error() string        { return string(e) }
+func (e notCached) Is(target error) bool { return target == ErrNotCached }
+
 // Snapshot finds the snapshot directory of repo at rev (a branch, tag or
 // commit) and its commit: refs/<rev> names the commit, or rev is one.
 func (c Cache) Snapshot(repo, rev string) (dir, commit string, err error) {
 	rd := c.RepoDir(repo)
 	if _, err := os.Stat(rd); err != nil {
-		return "", "", fmt.Errorf("no %s: %w", FolderName(repo), ErrNotCached)
+		return "", "", notCached("no " + FolderName(repo))
 	}
 	ref, err := os.ReadFile(filepath.Join(rd, "refs", filepath.FromSlash(rev)))
 	switch {
@@ -105,13 +111,13 @@ func (c Cache) Snapshot(repo, rev string) (dir, commit string, err error) {
 	case errors.Is(err, os.ErrNotExist) && IsCommit(rev):
 		commit = rev
 	case errors.Is(err, os.ErrNotExist):
-		return "", "", fmt.Errorf("no refs/%s: %w", rev, ErrNotCached)
+		return "", "", notCached("no refs/" + rev)
 	default:
 		return "", "", err
 	}
 	dir = filepath.Join(rd, "snapshots", commit)
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		return "", "", fmt.Errorf("no snapshot %s: %w", commit, ErrNotCached)
+		return "", "", notCached("no snapshot " + commit)
 	}
 	return dir, commit, nil
 }
