@@ -14,6 +14,7 @@
 package hub
 
 import (
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"os"
@@ -152,8 +153,7 @@ func (c Cache) link(repo, commit, name, etag string) error {
 	if cur, err := os.Readlink(dst); err == nil && cur == rel {
 		return nil
 	}
-	tmp := fmt.Sprintf("%s.%d.tmp", dst, os.Getpid())
-	os.Remove(tmp)
+	tmp := fmt.Sprintf("%s.%s.tmp", dst, rand.Text()[:12]) // unique per pull, even in one process
 	if err := os.Symlink(rel, tmp); err != nil {
 		return err
 	}
