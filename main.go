@@ -44,7 +44,7 @@ Run "mlxgo <command> -h" for the flags of a command.
 
 Examples:
 	$ echo "Write a haiku about the sea" | mlxgo generate -m ./model
-	$ mlxgo pull mlx-community/SmolLM2-135M-Instruct-4bit
+	$ mlxgo pull HuggingFaceTB/SmolLM2-135M-Instruct
 	$ mlxgo verify-native --json
 `
 

@@ -42,9 +42,9 @@ Environment (as huggingface_hub reads it):
 	HF_HUB_OFFLINE=1         refuse to pull
 
 Examples:
-	$ mlxgo pull mlx-community/SmolLM2-135M-Instruct-4bit
-	$ mlxgo pull --file SmolLM2-135M-Instruct-Q4_K_M.gguf bartowski/SmolLM2-135M-Instruct-GGUF
-	$ echo "Hi" | mlxgo generate -m mlx-community/SmolLM2-135M-Instruct-4bit
+	$ mlxgo pull HuggingFaceTB/SmolLM2-135M-Instruct
+	$ mlxgo pull --file model-Q4_K_M.gguf ORG/NAME-GGUF
+	$ echo "Hi" | mlxgo generate -m HuggingFaceTB/SmolLM2-135M-Instruct
 	$ echo "Hi" | mlxgo generate --pull -m Qwen/Qwen3-0.6B    # pull first if missing
 `
 
