@@ -86,6 +86,11 @@ func (c Cache) lockPath(repo, etag string) string {
 	return filepath.Join(c.Dir, ".locks", FolderName(repo), etag+".lock")
 }
 
+// pullLock is held shared by every pull of repo and exclusively by rm, so
+// nothing is removed from under a pull (blob locks use hex names; this
+// one cannot collide with them).
+func (c Cache) pullLock(repo string) string { return c.lockPath(repo, "mlxgo-pull") }
+
 // ErrNotCached marks a repo or revision that the cache does not hold.
 var ErrNotCached = errors.New("not in the cache")
 

@@ -16,3 +16,7 @@ func lock(ctx context.Context, name string) (*fileLock, error) {
 }
 
 func (l *fileLock) unlock() {}
+
+func lockShared(ctx context.Context, name string) (*fileLock, error) { return lock(ctx, name) }
+
+func tryLock(name string) (*fileLock, error) { return lock(context.Background(), name) }

@@ -22,6 +22,27 @@ type fileLock struct{ f *os.File }
 // lock takes the lock at name, waiting until ctx is done; flock's blocking
 // form cannot be interrupted, so we poll the non-blocking one.
 func lock(ctx context.Context, name string) (*fileLock, error) {
+	return flock(ctx, name, syscall.LOCK_EX)
+}
+
+// lockShared takes a shared lock at name (many holders, no exclusive one).
+func lockShared(ctx context.Context, name string) (*fileLock, error) {
+	return flock(ctx, name, syscall.LOCK_SH)
+}
+
+// tryLock takes the exclusive lock at name if nobody holds it; nil, nil
+// when somebody does.
+func tryLock(name string) (*fileLock, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	l, err := flock(ctx, name, syscall.LOCK_EX)
+	if errors.Is(err, context.Canceled) {
+		return nil, nil
+	}
+	return l, err
+}
+
+func flock(ctx context.Context, name string, how int) (*fileLock, error) {
 	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
 		return nil, fmt.Errorf("cannot make the lock directory: %w", err)
 	}
@@ -31,7 +52,7 @@ func lock(ctx context.Context, name string) (*fileLock, error) {
 	}
 	delay := 10 * time.Millisecond
 	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
 		if err == nil {
 			return &fileLock{f: f}, nil
 		}

@@ -83,6 +83,11 @@ func Pull(ctx context.Context, c *Client, cache Cache, opts Options) (*Result, e
 		return nil, fmt.Errorf("cannot make the hub cache %s: %w", cache.Dir, err)
 	}
 	cache.tag()
+	held, err := lockShared(ctx, cache.pullLock(p.repo))
+	if err != nil {
+		return nil, p.wrap(opts, err)
+	}
+	defer held.unlock()
 	var results []FileResult
 	files := sel.Files
 	if sel.Index != nil {

@@ -114,10 +114,22 @@ func (c Cache) scanRepo(id string) (*CachedRepo, error) {
 type Removal struct {
 	Paths []string
 	Bytes int64
+	cache Cache
+	repos []string // the repos it touches: none may be being pulled
 }
 
-// Apply deletes the paths.
+// Apply deletes the paths, unless a pull of one of the repos is running.
 func (r *Removal) Apply() error {
+	for _, repo := range r.repos {
+		l, err := tryLock(r.cache.pullLock(repo))
+		if err != nil {
+			return err
+		}
+		if l == nil {
+			return fmt.Errorf("%s is being pulled: remove it when the pull has finished", repo)
+		}
+		defer l.unlock()
+	}
 	for _, p := range r.Paths {
 		if err := os.RemoveAll(p); err != nil {
 			return fmt.Errorf("cannot remove %s: %w", p, err)
@@ -139,7 +151,7 @@ func (c Cache) PlanRemove(repo, rev string) (*Removal, error) {
 	if err != nil {
 		return nil, err
 	}
-	whole := &Removal{Paths: []string{dir, filepath.Join(c.Dir, ".locks", FolderName(repo))}, Bytes: r.Size}
+	whole := &Removal{Paths: []string{dir, filepath.Join(c.Dir, ".locks", FolderName(repo))}, Bytes: r.Size, cache: c, repos: []string{repo}}
 	if rev == "" {
 		return whole, nil
 	}
@@ -161,7 +173,7 @@ func (c Cache) PlanRemove(repo, rev string) (*Removal, error) {
 	if len(r.Snapshots) == 1 {
 		return whole, nil
 	}
-	out := &Removal{Paths: []string{target.Dir}}
+	out := &Removal{Paths: []string{target.Dir}, cache: c, repos: []string{repo}}
 	for _, ref := range target.Refs {
 		out.Paths = append(out.Paths, filepath.Join(dir, "refs", filepath.FromSlash(ref)))
 	}
@@ -182,15 +194,22 @@ func (c Cache) PlanRemove(repo, rev string) (*Removal, error) {
 	return out, nil
 }
 
-// PlanPrune says what pruning the whole cache deletes: in every repo, the
-// blobs no snapshot links to and the partial downloads (blobs/*.incomplete).
+// PlanPrune says what pruning the whole cache deletes: in every repo that
+// no pull is writing, the blobs no snapshot links to and the partial
+// downloads (blobs/*.incomplete).
 func (c Cache) PlanPrune() (*Removal, error) {
 	repos, err := c.Scan()
 	if err != nil {
 		return nil, err
 	}
-	out := &Removal{}
+	out := &Removal{cache: c}
 	for _, r := range repos {
+		if l, err := tryLock(c.pullLock(r.ID)); err != nil || l == nil {
+			continue // being pulled: its unlinked blobs are about to be linked
+		} else {
+			l.unlock()
+		}
+		out.repos = append(out.repos, r.ID)
 		used := map[string]bool{}
 		for _, s := range r.Snapshots {
 			for b := range s.blobs {
