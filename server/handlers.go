@@ -9,6 +9,7 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -55,25 +56,20 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, decode func([]
 		writeError(w, err)
 		return
 	}
+	rs := s.newResponse(p)
+	rs.sampledFrom = s.resolveSampling(p)
 	o, err := s.options(p, len(ids))
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	rs := s.newResponse(p)
-	if p.logprobs {
-		// Collected on the engine goroutine, formatted here as text is sent.
-		rs.lps = &logprobLog{}
-		o.Logprobs, o.TopLogprobs = rs.lps.add, p.topLogprobs
-		if !p.chat {
-			rs.legacy = &legacyLogprobs{t: t, top: p.topLogprobs}
-		}
+	if p.n > s.eng.capacity() {
+		writeError(w, invalidf("n", "n %d is more than this server runs and queues at once (%d: --batch + --max-queue)", p.n, s.eng.capacity()))
+		return
 	}
+	tools := feat.parsedTools(p)
 	if p.chat {
-		// Chat text is split into content, reasoning and tool calls;
-		// completions return the raw text, markers and all, as mlx-lm does.
-		rs.route = newRouter(feat.think, feat.parsedTools(p), p.tools.defs, feat.think.initialState(ids))
-		rs.features = describeFeatures(p, feat.think, feat.parsedTools(p))
+		rs.features = describeFeatures(p, feat.think, tools)
 	} else {
 		rs.features = describeFeatures(p, nil, nil)
 	}
@@ -83,39 +79,44 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, decode func([]
 		ctx, cancel = context.WithTimeout(ctx, s.cfg.RequestTimeout)
 		defer cancel()
 	}
-	j := &job{
-		ctx: ctx, prompt: ids, opts: o, seed: p.seed,
-		detok: t.NewDetokenizer(!feat.showSpecial), stops: gen.NewStopMatcher(p.stops),
-		events: make(chan event, 64), queued: time.Now(), m: s.m,
+	// One completion execution per choice: rows of the batch when --batch
+	// has room, else one after another; choice i draws from seed+i.
+	jobs := make([]*job, p.n)
+	for i, c := range rs.choices {
+		co := o
+		if p.logprobs {
+			// Collected on the engine goroutine, formatted here as text is sent.
+			c.lps = &logprobLog{}
+			co.Logprobs, co.TopLogprobs = c.lps.add, p.topLogprobs
+			if !p.chat {
+				c.legacy = &legacyLogprobs{t: t, top: p.topLogprobs}
+			}
+		}
+		if p.chat {
+			// Chat text is split into content, reasoning and tool calls;
+			// completions return the raw text, markers and all, as mlx-lm does.
+			c.route = newRouter(feat.think, tools, p.tools.defs, feat.think.initialState(ids))
+		}
+		var seed *uint64
+		if p.seed != nil {
+			sd := *p.seed + uint64(i)
+			seed = &sd
+		}
+		jobs[i] = &job{
+			ctx: ctx, prompt: ids, opts: co, seed: seed,
+			detok: t.NewDetokenizer(!feat.showSpecial), stops: gen.NewStopMatcher(p.stops),
+			events: make(chan event, 64), queued: time.Now(), m: s.m,
+		}
 	}
-	if err := s.eng.submit(j); err != nil {
+	if err := s.eng.submit(jobs...); err != nil {
 		writeError(w, err)
 		return
 	}
 	if p.stream {
-		s.stream(w, j, rs)
+		s.stream(w, jobs, rs)
 		return
 	}
-	var all piece
-	add := func(pc piece) {
-		all.content += pc.content
-		all.reasoning += pc.reasoning
-		all.calls = append(all.calls, pc.calls...)
-	}
-	for {
-		ev := j.next()
-		if !ev.done {
-			add(rs.push(ev.text))
-			continue
-		}
-		if ev.err != nil {
-			writeError(w, ev.err)
-			return
-		}
-		add(rs.finish())
-		writeJSON(w, http.StatusOK, rs.full(all, ev.res))
-		return
-	}
+	s.collect(w, jobs, rs)
 }
 
 // options resolves the request into gen.Options, refusing (never cutting) a
@@ -123,8 +124,7 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, decode func([]
 func (s *Server) options(p *params, promptLen int) (gen.Options, error) {
 	ctxLen := s.cfg.Model.ContextLength
 	maxTokens := p.maxTokens
-	if maxTokens == 0 {
-		maxTokens = s.cfg.MaxTokens
+	if !p.given["max_tokens"] {
 		if ctxLen > 0 && promptLen < ctxLen {
 			// A default (not asked for) shrinks to what fits.
 			maxTokens = min(maxTokens, ctxLen-promptLen)
@@ -247,10 +247,12 @@ func (f *modelFeatures) check(p *params) error {
 }
 
 // parsedTools is the format the router reads tool calls with: none when
-// tool_choice is "none" or the format cannot be parsed. Like mlx_lm.server,
-// calls are parsed even when the request lists no tools.
+// the request declares no tools (or tool_choice is "none", which hides
+// them) or the format cannot be parsed. A model that writes a call nobody
+// asked for has written text, and it is returned as content (mlx_lm.server
+// parses calls even then).
 func (f *modelFeatures) parsedTools(p *params) *toolFormat {
-	if f.tools == nil || f.tools.parse == nil || p.tools.none {
+	if f.tools == nil || f.tools.parse == nil || len(p.tools.tools) == 0 {
 		return nil
 	}
 	return f.tools
@@ -279,15 +281,48 @@ func (c *templateCache) render(t *tok.Tokenizer, messages []byte, o chat.Options
 	return out, nil
 }
 
-func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
+// models is what /v1/models lists: the served model, then the embedding
+// model when it is another one (--embed-model).
+func (s *Server) models() []map[string]any {
 	fp, _ := s.fpOnce()
-	writeJSON(w, http.StatusOK, map[string]any{
-		"object": "list",
-		"data": []any{map[string]any{
-			"id": s.cfg.Model.ID, "object": "model", "created": s.created, "owned_by": "mlxgo",
-			"x_mlxgo": map[string]any{"artifact_fingerprint": fp, "context_length": s.cfg.Model.ContextLength},
-		}},
-	})
+	out := []map[string]any{{
+		"id": s.cfg.Model.ID, "object": "model", "created": s.created, "owned_by": "mlxgo",
+		"x_mlxgo": map[string]any{"artifact_fingerprint": fp, "context_length": s.cfg.Model.ContextLength},
+	}}
+	if e := s.cfg.Embeddings; e != nil && e.ID != s.cfg.Model.ID {
+		efp, _ := e.Fingerprint()
+		out = append(out, map[string]any{
+			"id": e.ID, "object": "model", "created": s.created, "owned_by": "mlxgo",
+			"x_mlxgo": map[string]any{"artifact_fingerprint": efp, "context_length": e.Model.MaxLen,
+				"endpoints": []string{"/v1/embeddings"}, "dimensions": e.Model.Dims},
+		})
+	}
+	return out
+}
+
+func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": s.models()})
+}
+
+// handleModel is GET /v1/models/{id}: the model object, or OpenAI's 404.
+func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	for _, m := range s.models() {
+		if m["id"] == id {
+			writeJSON(w, http.StatusOK, m)
+			return
+		}
+	}
+	writeError(w, &apiError{status: http.StatusNotFound, typ: "invalid_request_error", param: "model", code: "model_not_found",
+		message: fmt.Sprintf("the model %q does not exist: this server serves %s", id, s.modelIDs())})
+}
+
+func (s *Server) modelIDs() string {
+	var ids []string
+	for _, m := range s.models() {
+		ids = append(ids, fmt.Sprintf("%q", m["id"]))
+	}
+	return strings.Join(ids, " and ")
 }
 
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {

@@ -28,7 +28,21 @@ func TestErrorMatrix(t *testing.T) {
 		{name: "empty messages", method: "POST", path: "/v1/chat/completions", body: `{"messages":[]}`, hdr: auth, status: 400, param: "messages"},
 		{name: "bad role", method: "POST", path: "/v1/chat/completions", body: `{"messages":[{"role":"robot","content":"hi"}]}`, hdr: auth, status: 400, param: "messages[0].role"},
 		{name: "image part", method: "POST", path: "/v1/chat/completions", body: `{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]}`, hdr: auth, status: 400, param: "messages[0].content[0].type", code: "unsupported_parameter"},
-		{name: "n > 1", method: "POST", path: "/v1/chat/completions", body: `{"messages":[{"role":"user","content":"hi"}],"n":2}`, hdr: auth, status: 400, param: "n", code: "unsupported_parameter"},
+		{name: "n zero", method: "POST", path: "/v1/chat/completions", body: `{"messages":[{"role":"user","content":"hi"}],"n":0}`, hdr: auth, status: 400, param: "n"},
+		{name: "n above the bound", method: "POST", path: "/v1/chat/completions", body: `{"messages":[{"role":"user","content":"hi"}],"n":129}`, hdr: auth, status: 400, param: "n"},
+		{name: "n above what the server holds", method: "POST", path: "/v1/completions", body: `{"prompt":"hi","n":6}`, hdr: auth, status: 400, param: "n"},
+		{name: "best_of other than n", method: "POST", path: "/v1/completions", body: `{"prompt":"hi","n":2,"best_of":3}`, hdr: auth, status: 400, param: "best_of", code: "unsupported_parameter"},
+		{name: "xtc_probability", method: "POST", path: "/v1/chat/completions", body: `{"messages":[{"role":"user","content":"hi"}],"xtc_probability":0.5}`, hdr: auth, status: 400, param: "xtc_probability", code: "unsupported_parameter"},
+		{name: "xtc_threshold with xtc", method: "POST", path: "/v1/completions", body: `{"prompt":"hi","xtc_probability":0.5,"xtc_threshold":0.2}`, hdr: auth, status: 400, param: "xtc_probability", code: "unsupported_parameter"},
+		{name: "adapters", method: "POST", path: "/v1/chat/completions", body: `{"messages":[{"role":"user","content":"hi"}],"adapters":"./lora"}`, hdr: auth, status: 400, param: "adapters", code: "unsupported_parameter"},
+		{name: "draft_model", method: "POST", path: "/v1/completions", body: `{"prompt":"hi","draft_model":"small"}`, hdr: auth, status: 400, param: "draft_model", code: "unsupported_parameter"},
+		{name: "num_draft_tokens", method: "POST", path: "/v1/completions", body: `{"prompt":"hi","num_draft_tokens":3}`, hdr: auth, status: 400, param: "num_draft_tokens", code: "unsupported_parameter"},
+		{name: "reasoning_effort", method: "POST", path: "/v1/chat/completions", body: `{"messages":[{"role":"user","content":"hi"}],"reasoning_effort":"low"}`, hdr: auth, status: 400, param: "reasoning_effort", code: "unsupported_parameter"},
+		{name: "parallel_tool_calls false", method: "POST", path: "/v1/chat/completions", body: `{"messages":[{"role":"user","content":"hi"}],"parallel_tool_calls":false}`, hdr: auth, status: 400, param: "parallel_tool_calls", code: "unsupported_parameter"},
+		{name: "functions", method: "POST", path: "/v1/chat/completions", body: `{"messages":[{"role":"user","content":"hi"}],"functions":[{"name":"f"}]}`, hdr: auth, status: 400, param: "functions", code: "unsupported_parameter"},
+		{name: "audio modality", method: "POST", path: "/v1/chat/completions", body: `{"messages":[{"role":"user","content":"hi"}],"modalities":["text","audio"]}`, hdr: auth, status: 400, param: "modalities", code: "unsupported_parameter"},
+		{name: "role_mapping", method: "POST", path: "/v1/chat/completions", body: `{"messages":[{"role":"user","content":"hi"}],"role_mapping":{"user":"U:"}}`, hdr: auth, status: 400, param: "role_mapping", code: "unsupported_parameter"},
+		{name: "unknown model", method: "GET", path: "/v1/models/nothing-here", hdr: auth, status: 404, param: "model", code: "model_not_found"},
 		{name: "tool_choice required", method: "POST", path: "/v1/chat/completions", body: `{"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"required"}`, hdr: auth, status: 400, param: "tool_choice", code: "unsupported_parameter"},
 		{name: "tool_choice named", method: "POST", path: "/v1/chat/completions", body: `{"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"type":"function","function":{"name":"f"}}}`, hdr: auth, status: 400, param: "tool_choice", code: "unsupported_parameter"},
 		{name: "tool type", method: "POST", path: "/v1/chat/completions", body: `{"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"custom","custom":{"name":"f"}}]}`, hdr: auth, status: 400, param: "tools[0].type", code: "unsupported_parameter"},
@@ -291,5 +305,21 @@ func TestShutdownDrains(t *testing.T) {
 	}
 	if b := <-got; !strings.Contains(b, `"finish_reason":"stop"`) || !strings.Contains(b, "END of the script") {
 		t.Errorf("in-flight request did not finish: %s", b)
+	}
+}
+
+// TestFieldsAskingForNothing: a field mlxgo cannot honour is accepted when
+// its value asks for nothing, and a field mlxgo does not know is ignored.
+func TestFieldsAskingForNothing(t *testing.T) {
+	url, _ := startServer(t, Config{})
+	for _, body := range []string{
+		`{"prompt":"hi","max_tokens":2,"xtc_probability":0,"xtc_threshold":0.1}`,
+		`{"prompt":"hi","max_tokens":2,"draft_model":null,"adapters":null,"num_draft_tokens":0}`,
+		`{"prompt":"hi","max_tokens":2,"parallel_tool_calls":true,"modalities":["text"],"functions":[]}`,
+		`{"prompt":"hi","max_tokens":2,"user":"me","metadata":{"a":"b"},"store":false,"service_tier":"auto","a_field_nobody_knows":[1]}`,
+	} {
+		if status, _, b := post(t, url+"/v1/completions", body); status != 200 {
+			t.Errorf("%s: status %d %s", body, status, b)
+		}
 	}
 }

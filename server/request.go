@@ -82,12 +82,22 @@ type params struct {
 	tools        toolRequest // chat: tools and tool_choice
 	logprobs     bool        // return each generated token's log-probability
 	topLogprobs  int         // and this many alternatives (0..maxTopLogprobs)
+	n            int         // choices to generate (1..maxChoices)
+	// given names the sampling fields the request set itself; the others
+	// take the server's defaults (defaults.go).
+	given map[string]bool
 }
+
+// maxChoices bounds n, as OpenAI does.
+const maxChoices = 128
 
 // decodeChat parses and validates a /v1/chat/completions body.
 func decodeChat(data []byte) (*params, error) {
 	var b chatBody
 	if err := unmarshalObject(data, &b); err != nil {
+		return nil, err
+	}
+	if err := refuseUnhonoured(data); err != nil {
 		return nil, err
 	}
 	p, err := b.commonFields.params()
@@ -131,6 +141,9 @@ func decodeCompletion(data []byte) (*params, error) {
 	if err := unmarshalObject(data, &b); err != nil {
 		return nil, err
 	}
+	if err := refuseUnhonoured(data); err != nil {
+		return nil, err
+	}
 	p, err := b.commonFields.params()
 	if err != nil {
 		return nil, err
@@ -140,8 +153,8 @@ func decodeCompletion(data []byte) (*params, error) {
 		return nil, unsupported("echo", "the prompt is not echoed")
 	case b.Suffix != nil && *b.Suffix != "":
 		return nil, unsupported("suffix", "insertion is not implemented")
-	case b.BestOf != nil && *b.BestOf != 1:
-		return nil, unsupported("best_of", "one completion per request")
+	case b.BestOf != nil && *b.BestOf != p.n:
+		return nil, unsupported("best_of", "choices are not ranked: best_of must equal n (or be left out)")
 	case b.TopLogprobs != nil:
 		return nil, invalidf("top_logprobs", "top_logprobs is a chat field; /v1/completions takes logprobs: N")
 	}
@@ -181,15 +194,18 @@ func isTextFormat(raw json.RawMessage) bool {
 
 // params checks the shared fields against what gen accepts.
 func (c *commonFields) params() (*params, error) {
-	p := &params{model: c.Model, stream: c.Stream}
+	p := &params{model: c.Model, stream: c.Stream, n: 1, given: map[string]bool{}}
 	if c.StreamOptions != nil {
 		if !c.Stream {
 			return nil, invalidf("stream_options", "stream_options is only allowed when stream is true")
 		}
 		p.includeUsage = c.StreamOptions.IncludeUsage
 	}
-	if c.N != nil && *c.N != 1 {
-		return nil, unsupported("n", "one choice per request")
+	if c.N != nil {
+		if *c.N < 1 || *c.N > maxChoices {
+			return nil, invalidf("n", "n must be between 1 and %d", maxChoices)
+		}
+		p.n = *c.N
 	}
 	for _, m := range []struct {
 		name string
@@ -200,6 +216,7 @@ func (c *commonFields) params() (*params, error) {
 				return nil, invalidf(m.name, "%s must be at least 1", m.name)
 			}
 			p.maxTokens = *m.v
+			p.given["max_tokens"] = true
 		}
 	}
 	for _, f := range []struct {
@@ -215,24 +232,28 @@ func (c *commonFields) params() (*params, error) {
 			return nil, invalidf("temperature", "temperature must be between 0 and 2")
 		}
 		p.sampler.Temp = *c.Temperature
+		p.given["temperature"] = true
 	}
 	if c.TopP != nil {
 		if *c.TopP <= 0 || *c.TopP > 1 {
 			return nil, invalidf("top_p", "top_p must be in (0, 1]")
 		}
 		p.sampler.TopP = *c.TopP
+		p.given["top_p"] = true
 	}
 	if c.MinP != nil {
 		if *c.MinP < 0 || *c.MinP > 1 {
 			return nil, invalidf("min_p", "min_p must be between 0 and 1")
 		}
 		p.sampler.MinP = *c.MinP
+		p.given["min_p"] = true
 	}
 	if c.TopK != nil {
 		if *c.TopK < 0 {
 			return nil, invalidf("top_k", "top_k must not be negative")
 		}
 		p.sampler.TopK = *c.TopK
+		p.given["top_k"] = true
 	}
 	if c.Seed != nil {
 		s := uint64(*c.Seed)
@@ -255,6 +276,7 @@ func (c *commonFields) params() (*params, error) {
 			return nil, invalidf("repetition_penalty", "repetition_penalty must not be negative")
 		}
 		p.procs.RepetitionPenalty = *c.RepetitionPenalty
+		p.given["repetition_penalty"] = true
 	}
 	for _, cs := range []struct {
 		name string

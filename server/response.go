@@ -22,6 +22,9 @@ type Composition struct {
 	BatchRows           int    `json:"batch_rows"`    // rows in the batch at admission (prefilling or decoding), itself included
 	CachedPromptTokens  int    `json:"cached_tokens"` // prompt tokens from the prompt cache
 	Sampling            string `json:"sampling"`      // the resolved sampler and processors
+	// SamplingFrom says where each resolved sampling value came from:
+	// request, flag, generation_config.json or default (defaults.go).
+	SamplingFrom map[string]string `json:"sampling_from,omitempty"`
 	// RequestFeatures are the output features in effect: the tool-call
 	// format read, the reasoning split, log-probabilities ("" when none).
 	RequestFeatures  string `json:"request_features,omitempty"`
@@ -37,23 +40,41 @@ type usage struct {
 	} `json:"prompt_tokens_details"`
 }
 
-// response builds the bodies and chunks of one request's answer. It also
-// holds the answer's routing state: the router that splits chat text into
-// content, reasoning and tool calls, and the log-probabilities collected
-// for it.
+// response builds the bodies and chunks of one request's answer: one
+// choice per completion execution (n of them), each with its own routing
+// state.
 type response struct {
-	s      *Server
-	chat   bool
-	id     string
-	model  string
-	object string
-	p      *params
+	s       *Server
+	chat    bool
+	id      string
+	model   string
+	object  string
+	created int64 // when this response was made (OpenAI's created)
+	p       *params
+	choices []*choice
+	// features describes the resolved output features for x_mlxgo;
+	// sampledFrom where each sampling value came from.
+	features    string
+	sampledFrom map[string]string
+}
+
+// choice is the answer state of one completion execution: the router that
+// splits chat text into content, reasoning and tool calls, the
+// log-probabilities collected for it, and what a stream has sent.
+type choice struct {
+	index  int
 	route  *router         // chat only; nil: all text is content
 	lps    *logprobLog     // nil: no log-probabilities asked for
 	legacy *legacyLogprobs // completions' logprobs shape
 	calls  int             // tool calls sent so far (a stream's delta index)
-	// features describes the resolved output features for x_mlxgo.
-	features string
+	// A stream holds back content that is only whitespace until it knows
+	// whether an answer follows: the blank line a template puts before a
+	// tool call is not one, and the non-streamed reply has content null.
+	held     string
+	sentText bool // content other than whitespace has been sent
+	all      piece
+	res      Result
+	done     bool
 }
 
 // describeFeatures records the output features resolved for a request:
@@ -70,38 +91,54 @@ func describeFeatures(p *params, think *thinkMarkers, tools *toolFormat) string 
 	if p.logprobs {
 		f = append(f, fmt.Sprintf("logprobs top=%d", p.topLogprobs))
 	}
+	if p.n > 1 {
+		f = append(f, fmt.Sprintf("n=%d", p.n))
+	}
 	return strings.Join(f, " ")
 }
 
 func (s *Server) newResponse(p *params) *response {
-	r := &response{s: s, chat: p.chat, model: s.cfg.Model.ID, p: p}
+	r := &response{s: s, chat: p.chat, model: s.cfg.Model.ID, p: p, created: s.cfg.Now().Unix()}
 	if p.chat {
 		r.id, r.object = newID("chatcmpl-"), "chat.completion"
 	} else {
 		r.id, r.object = newID("cmpl-"), "text_completion"
 	}
+	for i := range p.n {
+		r.choices = append(r.choices, &choice{index: i})
+	}
 	return r
 }
 
-func (r *response) usage(res Result) usage {
+// usage counts the prompt once (every choice continues the same prompt, as
+// OpenAI bills it) and the tokens of every choice.
+func (r *response) usage() usage {
 	var u usage
-	u.PromptTokens = res.Stats.PromptTokens + res.CachedTokens
-	u.CompletionTokens = res.Stats.GeneratedTokens
+	first := r.choices[0].res
+	u.PromptTokens = first.Stats.PromptTokens + first.CachedTokens
+	for _, c := range r.choices {
+		u.CompletionTokens += c.res.Stats.GeneratedTokens
+	}
 	u.TotalTokens = u.PromptTokens + u.CompletionTokens
-	u.PromptTokensDetails.CachedTokens = res.CachedTokens
+	u.PromptTokensDetails.CachedTokens = first.CachedTokens
 	return u
 }
 
-func (r *response) composition(res Result) Composition {
+func (r *response) composition() Composition {
 	c := r.s.cfg.Model.Composition
 	c.ArtifactFingerprint, _ = r.s.fpOnce()
-	c.Scheduling, c.BatchRows = res.Scheduling, res.BatchRows
+	first := r.choices[0].res
+	c.Scheduling, c.BatchRows = first.Scheduling, 0
+	for _, ch := range r.choices {
+		c.BatchRows = max(c.BatchRows, ch.res.BatchRows)
+	}
 	if c.Scheduling == "" {
 		// A Result from before admission (an error) has none.
 		c.Scheduling, c.BatchRows = SchedulingSerial, 1
 	}
-	c.CachedPromptTokens = res.CachedTokens
+	c.CachedPromptTokens = first.CachedTokens
 	c.Sampling = describeSampling(r.p)
+	c.SamplingFrom = r.sampledFrom
 	c.RequestFeatures = r.features
 	return c
 }
@@ -115,6 +152,9 @@ func describeSampling(p *params) string {
 	}
 	if p.seed != nil {
 		out += fmt.Sprintf(" seed=%d", *p.seed)
+		if p.n > 1 {
+			out += "+choice" // choice i draws from seed+i
+		}
 	}
 	if pr := p.procs; pr.RepetitionPenalty != 0 || pr.PresencePenalty != 0 || pr.FrequencyPenalty != 0 || len(pr.LogitBias) > 0 {
 		out += fmt.Sprintf(" repetition_penalty=%g presence_penalty=%g frequency_penalty=%g logit_bias=%d",
@@ -123,91 +163,128 @@ func describeSampling(p *params) string {
 	return out
 }
 
-func (r *response) finishReason(res Result) string {
-	if res.Stats.FinishReason == "" {
+func (c *choice) finishReason() string {
+	if c.res.Stats.FinishReason == "" {
 		return gen.FinishLength
 	}
-	if res.Stats.FinishReason == gen.FinishStop && r.route != nil && r.route.madeToolCall() {
+	if c.res.Stats.FinishReason == gen.FinishStop && c.route != nil && c.route.madeToolCall() {
 		return "tool_calls"
 	}
-	return res.Stats.FinishReason
+	return c.res.Stats.FinishReason
 }
 
 // push routes one chunk of generated text.
-func (r *response) push(text string) piece {
-	if r.route == nil {
+func (c *choice) push(text string) piece {
+	if c.route == nil {
 		return piece{content: text}
 	}
-	return r.route.push(text)
+	return c.route.push(text)
 }
 
 // finish routes what the router still holds once generation has ended.
-func (r *response) finish() piece {
-	if r.route == nil {
+func (c *choice) finish() piece {
+	if c.route == nil {
 		return piece{}
 	}
-	return r.route.finish()
+	return c.route.finish()
+}
+
+// add gathers a piece for the non-streamed body.
+func (c *choice) add(pc piece) {
+	c.all.content += pc.content
+	c.all.reasoning += pc.reasoning
+	c.all.calls = append(c.all.calls, pc.calls...)
+}
+
+// streamed is what of pc a stream sends now: content that is only
+// whitespace waits (held) until content that is not follows, and is
+// dropped at the end if the choice made tool calls and said nothing else,
+// so that the stream adds up to the non-streamed message.
+func (c *choice) streamed(pc piece, last bool) piece {
+	if c.route == nil || c.route.tools == nil {
+		return pc
+	}
+	text := c.held + pc.content
+	c.held = ""
+	if !c.sentText && strings.TrimSpace(text) == "" {
+		c.held, text = text, ""
+		if last && !c.route.madeToolCall() {
+			c.held, text = "", c.held
+		}
+	} else if text != "" {
+		c.sentText = true
+	}
+	pc.content = text
+	return pc
 }
 
 // logprobs formats the log-probabilities collected since the last call, or
 // returns nil (JSON null) when none were asked for.
-func (r *response) logprobs() any {
-	if r.lps == nil {
+func (r *response) logprobs(c *choice) any {
+	if c.lps == nil {
 		return nil
 	}
-	items := r.lps.take()
+	items := c.lps.take()
 	if r.chat {
 		return chatLogprobs(r.s.cfg.Model.Tokenizer, items, r.p.topLogprobs)
 	}
-	return r.legacy.format(items)
+	return c.legacy.format(items)
 }
 
 // toolCalls is the tool_calls array; a stream's deltas carry an index.
-func (r *response) toolCalls(calls []toolCall, stream bool) []any {
+func (c *choice) toolCalls(calls []toolCall, stream bool) []any {
 	out := make([]any, len(calls))
-	for i, c := range calls {
-		tc := map[string]any{"id": c.ID, "type": "function", "function": map[string]any{"name": c.Name, "arguments": c.Arguments}}
+	for i, tc := range calls {
+		call := map[string]any{"id": tc.ID, "type": "function", "function": map[string]any{"name": tc.Name, "arguments": tc.Arguments}}
 		if stream {
-			tc["index"] = r.calls
-			r.calls++
+			call["index"] = c.calls
+			c.calls++
 		}
-		out[i] = tc
+		out[i] = call
 	}
 	return out
 }
 
 // full is the non-streaming body.
-func (r *response) full(pc piece, res Result) map[string]any {
-	choice := map[string]any{"index": 0, "logprobs": r.logprobs(), "finish_reason": r.finishReason(res)}
-	if r.chat {
-		msg := map[string]any{"role": "assistant", "content": pc.content}
-		if pc.reasoning != "" {
-			msg["reasoning_content"] = pc.reasoning
-		}
-		if len(pc.calls) > 0 {
-			msg["tool_calls"] = r.toolCalls(pc.calls, false)
-			if strings.TrimSpace(pc.content) == "" {
-				// A pure tool call (the blank line a template puts between
-				// </think> and the call is not an answer): null, as OpenAI
-				// sends it.
-				msg["content"] = nil
+func (r *response) full() map[string]any {
+	choices := make([]any, len(r.choices))
+	for i, c := range r.choices {
+		pc := c.all
+		ch := map[string]any{"index": c.index, "logprobs": r.logprobs(c), "finish_reason": c.finishReason()}
+		if r.chat {
+			msg := map[string]any{"role": "assistant", "content": pc.content}
+			if pc.reasoning != "" {
+				// mlx_lm.server's name and the one OpenAI-compatible
+				// reasoning clients read.
+				msg["reasoning"], msg["reasoning_content"] = pc.reasoning, pc.reasoning
 			}
+			if len(pc.calls) > 0 {
+				msg["tool_calls"] = c.toolCalls(pc.calls, false)
+				if strings.TrimSpace(pc.content) == "" {
+					// A pure tool call (the blank line a template puts between
+					// </think> and the call is not an answer): null, as OpenAI
+					// sends it.
+					msg["content"] = nil
+				}
+			}
+			ch["message"] = msg
+		} else {
+			ch["text"] = pc.content
 		}
-		choice["message"] = msg
-	} else {
-		choice["text"] = pc.content
+		choices[i] = ch
 	}
 	return map[string]any{
-		"id": r.id, "object": r.object, "created": r.s.created, "model": r.model,
-		"choices": []any{choice}, "usage": r.usage(res), "x_mlxgo": r.composition(res),
+		"id": r.id, "object": r.object, "created": r.created, "model": r.model,
+		"choices": choices, "usage": r.usage(), "x_mlxgo": r.composition(),
 	}
 }
 
-// chunk is one streamed piece; finish is "" until the last choice chunk.
-func (r *response) chunk(pc piece, first bool, finish string) map[string]any {
-	choice := map[string]any{"index": 0, "logprobs": r.logprobs(), "finish_reason": nil}
+// chunk is one streamed piece of choice c; finish is "" until its last
+// chunk.
+func (r *response) chunk(c *choice, pc piece, first bool, finish string) map[string]any {
+	ch := map[string]any{"index": c.index, "logprobs": r.logprobs(c), "finish_reason": nil}
 	if finish != "" {
-		choice["finish_reason"] = finish
+		ch["finish_reason"] = finish
 	}
 	if r.chat {
 		delta := map[string]any{}
@@ -218,27 +295,79 @@ func (r *response) chunk(pc piece, first bool, finish string) map[string]any {
 			delta["content"] = pc.content
 		}
 		if pc.reasoning != "" {
-			delta["reasoning_content"] = pc.reasoning
+			delta["reasoning"], delta["reasoning_content"] = pc.reasoning, pc.reasoning
 		}
 		if len(pc.calls) > 0 {
-			delta["tool_calls"] = r.toolCalls(pc.calls, true)
+			delta["tool_calls"] = c.toolCalls(pc.calls, true)
 		}
-		choice["delta"] = delta
+		ch["delta"] = delta
 	} else {
-		choice["text"] = pc.content
+		ch["text"] = pc.content
 	}
-	c := map[string]any{"id": r.id, "object": r.object + ".chunk", "created": r.s.created, "model": r.model, "choices": []any{choice}}
+	out := map[string]any{"id": r.id, "object": r.object + ".chunk", "created": r.created, "model": r.model, "choices": []any{ch}}
 	if !r.chat {
-		c["object"] = r.object
+		out["object"] = r.object
 	}
 	if r.p.includeUsage {
-		c["usage"] = nil
+		out["usage"] = nil
 	}
-	return c
+	return out
+}
+
+// choiceEvent is an engine event of choice index.
+type choiceEvent struct {
+	index int
+	ev    event
+}
+
+// merge reads the events of every job (one per choice) into one channel,
+// in the order they come, until each has sent its final event or quit is
+// closed.
+func merge(jobs []*job, quit <-chan struct{}) <-chan choiceEvent {
+	out := make(chan choiceEvent)
+	for i, j := range jobs {
+		go func() {
+			for {
+				ev := j.next()
+				select {
+				case out <- choiceEvent{i, ev}:
+				case <-quit:
+					return
+				}
+				if ev.done {
+					return
+				}
+			}
+		}()
+	}
+	return out
+}
+
+// collect answers with one body once every choice has ended.
+func (s *Server) collect(w http.ResponseWriter, jobs []*job, r *response) {
+	quit := make(chan struct{})
+	defer close(quit)
+	events := merge(jobs, quit)
+	for left := len(jobs); left > 0; {
+		ce := <-events
+		c := r.choices[ce.index]
+		if !ce.ev.done {
+			c.add(c.push(ce.ev.text))
+			continue
+		}
+		if ce.ev.err != nil {
+			writeError(w, ce.ev.err)
+			return
+		}
+		c.add(c.finish())
+		c.res, c.done = ce.ev.res, true
+		left--
+	}
+	writeJSON(w, http.StatusOK, r.full())
 }
 
 // stream answers with server-sent events as the engine produces text.
-func (s *Server) stream(w http.ResponseWriter, j *job, r *response) {
+func (s *Server) stream(w http.ResponseWriter, jobs []*job, r *response) {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -257,21 +386,27 @@ func (s *Server) stream(w http.ResponseWriter, j *job, r *response) {
 	}
 	if r.chat {
 		// The role comes first, before any text, as OpenAI sends it.
-		if send(r.chunk(piece{}, true, "")) != nil {
-			return
+		for _, c := range r.choices {
+			if send(r.chunk(c, piece{}, true, "")) != nil {
+				return
+			}
 		}
 	}
-	for {
-		ev := j.next()
+	quit := make(chan struct{})
+	defer close(quit)
+	events := merge(jobs, quit)
+	for left := len(jobs); left > 0; {
+		ce := <-events
+		c, ev := r.choices[ce.index], ce.ev
 		if !ev.done {
 			// Text held back by the router (a possible marker, a tool
 			// call not yet closed) is not sent; its log-probabilities ride
 			// on the next chunk that is.
-			pc := r.push(ev.text)
+			pc := c.streamed(c.push(ev.text), false)
 			if pc.empty() {
 				continue
 			}
-			if send(r.chunk(pc, false, "")) != nil {
+			if send(r.chunk(c, pc, false, "")) != nil {
 				return // the request context ends; the engine stops at its next token
 			}
 			continue
@@ -280,20 +415,26 @@ func (s *Server) stream(w http.ResponseWriter, j *job, r *response) {
 			send(statusOf(ev.err).body())
 			return
 		}
-		last := r.chunk(r.finish(), false, r.finishReason(ev.res))
-		last["x_mlxgo"] = r.composition(ev.res)
+		c.res, c.done = ev.res, true
+		left--
+		last := r.chunk(c, c.streamed(c.finish(), true), false, c.finishReason())
+		if left == 0 {
+			last["x_mlxgo"] = r.composition()
+		}
 		if send(last) != nil {
 			return
 		}
-		if r.p.includeUsage {
-			u := map[string]any{"id": r.id, "object": last["object"], "created": s.created, "model": r.model,
-				"choices": []any{}, "usage": r.usage(ev.res)}
-			if send(u) != nil {
-				return
-			}
-		}
-		fmt.Fprint(w, "data: [DONE]\n\n")
-		rc.Flush()
-		return
 	}
+	if r.p.includeUsage {
+		u := map[string]any{"id": r.id, "object": r.object + ".chunk", "created": r.created, "model": r.model,
+			"choices": []any{}, "usage": r.usage()}
+		if !r.chat {
+			u["object"] = r.object
+		}
+		if send(u) != nil {
+			return
+		}
+	}
+	fmt.Fprint(w, "data: [DONE]\n\n")
+	rc.Flush()
 }

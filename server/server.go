@@ -41,7 +41,7 @@ type Model struct {
 // Config is how the server runs.
 type Config struct {
 	Model          Model
-	MaxTokens      int           // per-request default (mlx_lm.server: 512)
+	MaxTokens      int           // max_tokens when neither the request, Flags nor GenerationConfig gives it (mlx_lm.server: 512)
 	APIKey         string        // "": no authentication
 	CORSOrigin     string        // "": no CORS headers
 	MaxQueue       int           // waiting requests beyond which 429 is returned
@@ -50,6 +50,12 @@ type Config struct {
 	ShutdownGrace  time.Duration // 0: 10 s
 	// Embeddings answers POST /v1/embeddings (nil: 404 naming the model).
 	Embeddings *Embeddings
+	// Flags and GenerationConfig are the sampling defaults of serve's flags
+	// and of the model's generation_config.json, in that order of
+	// precedence below the request's own fields (defaults.go).
+	Flags, GenerationConfig SamplingDefaults
+	// Now is the clock responses are stamped with (nil: time.Now).
+	Now func() time.Time
 }
 
 // Server is the HTTP API over one model.
@@ -84,11 +90,19 @@ func New(cfg Config) (*Server, error) {
 	if e := cfg.Embeddings; e != nil && e.BatchSize <= 0 {
 		e.BatchSize = 32
 	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	for src, d := range map[string]SamplingDefaults{"the sampling flags": cfg.Flags, "generation_config.json": cfg.GenerationConfig} {
+		if err := d.Validate(src); err != nil {
+			return nil, fmt.Errorf("cannot start the server: %w", err)
+		}
+	}
 	fp := cfg.Model.Fingerprint
 	if fp == nil {
 		fp = func() (string, error) { return "", errors.New("no artifact fingerprint") }
 	}
-	s := &Server{cfg: cfg, m: newMetrics(), fpOnce: sync.OnceValues(fp), created: time.Now().Unix()}
+	s := &Server{cfg: cfg, m: newMetrics(), fpOnce: sync.OnceValues(fp), created: cfg.Now().Unix()}
 	s.eng = newEngine(cfg.Model.Runner, cfg.MaxQueue, s.m)
 	return s, nil
 }
@@ -157,8 +171,13 @@ func (s *Server) Handler() http.Handler {
 	}
 	route(http.MethodPost, "/v1/chat/completions", s.handleChat)
 	route(http.MethodPost, "/v1/completions", s.handleCompletion)
+	// mlx_lm.server's paths without /v1, for clients configured with a
+	// base URL that lacks it.
+	route(http.MethodPost, "/chat/completions", s.handleChat)
+	route(http.MethodPost, "/completions", s.handleCompletion)
 	route(http.MethodPost, "/v1/embeddings", s.handleEmbeddings)
 	route(http.MethodGet, "/v1/models", s.handleModels)
+	route(http.MethodGet, "/v1/models/{id...}", s.handleModel)
 	route(http.MethodGet, "/health", s.handleHealth)
 	route(http.MethodGet, "/metrics", s.handleMetrics)
 	mux.Handle("/", s.counted("other", func(w http.ResponseWriter, r *http.Request) {

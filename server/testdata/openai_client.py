@@ -20,7 +20,7 @@ def check(name, cond, detail=""):
 
 # Chat, not streamed: text, finish reason, usage with cached tokens.
 r = client.chat.completions.create(model="smollm2", messages=MSG, max_tokens=4)
-c = r.choices[0]
+c = c0 = r.choices[0]
 check("chat text", c.message.role == "assistant" and len(c.message.content) > 0, repr(c.message.content))
 check("chat finish_reason", c.finish_reason in ("stop", "length"), c.finish_reason)
 u = r.usage
@@ -65,8 +65,12 @@ def raises(name, exc, fn):
 
 raises("empty messages -> BadRequestError", openai.BadRequestError,
        lambda: client.chat.completions.create(model="smollm2", messages=[]))
-raises("n=2 -> BadRequestError", openai.BadRequestError,
-       lambda: client.chat.completions.create(model="smollm2", messages=MSG, n=2))
+raises("n=0 -> BadRequestError", openai.BadRequestError,
+       lambda: client.chat.completions.create(model="smollm2", messages=MSG, n=0))
+raises("xtc_probability -> BadRequestError", openai.BadRequestError,
+       lambda: client.chat.completions.create(model="smollm2", messages=MSG, extra_body={"xtc_probability": 0.5}))
+raises("unknown model -> NotFoundError", openai.NotFoundError,
+       lambda: client.models.retrieve("gpt-4"))
 raises("over context -> BadRequestError", openai.BadRequestError,
        lambda: client.completions.create(model="smollm2", prompt="hi", max_tokens=10**6))
 bad = openai.OpenAI(base_url=base, api_key="wrong", max_retries=0)
@@ -86,6 +90,27 @@ r = client.completions.create(model="smollm2", prompt="1, 2, 3, 4,", max_tokens=
 l = r.choices[0].logprobs
 check("completion logprobs", "".join(l.tokens) == r.choices[0].text and len(l.token_logprobs) == 3
       and all(len(t) == 2 for t in l.top_logprobs), repr(l))
+
+# n choices: seeded sampling, choice i draws from seed+i, so choice 1 of a
+# request with seed 7 is choice 0 of the same request with seed 8.
+r = client.completions.create(model="smollm2", prompt="Once upon", max_tokens=5, temperature=1.0, seed=7, n=2)
+r8 = client.completions.create(model="smollm2", prompt="Once upon", max_tokens=5, temperature=1.0, seed=8)
+check("n=2 choices", [c.index for c in r.choices] == [0, 1] and r.choices[0].text == a.choices[0].text
+      and r.choices[1].text == r8.choices[0].text, repr([c.text for c in r.choices]))
+chunks = list(client.chat.completions.create(model="smollm2", messages=MSG, max_tokens=4, n=2, stream=True,
+                                             temperature=1.0, seed=3))
+per = {}
+for ch in chunks:
+    for c in ch.choices:
+        per[c.index] = per.get(c.index, "") + (c.delta.content or "")
+check("n=2 streamed", sorted(per) == [0, 1] and all(per.values()), repr(per))
+
+# mlx_lm.server's paths without /v1 and one model by id.
+bare = openai.OpenAI(base_url=base.removesuffix("/v1"), api_key=key, max_retries=0)
+r = bare.chat.completions.create(model="smollm2", messages=MSG, max_tokens=4)
+check("/chat/completions", r.choices[0].message.content == c0.message.content, repr(r.choices[0].message.content))
+m = client.models.retrieve("smollm2")
+check("models retrieve", m.id == "smollm2" and m.object == "model")
 
 models = client.models.list()
 check("models list", models.data[0].id == "smollm2" and models.data[0].model_extra["x_mlxgo"]["artifact_fingerprint"] != "")
