@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/mlxgo/mlxgo/gen"
 	"github.com/mlxgo/mlxgo/kv"
@@ -121,10 +123,48 @@ func NewMLXModel(m models.Model, t *tok.Tokenizer, id, runtime string, cacheByte
 		},
 		Composition: Composition{
 			ModelRuntime:     fmt.Sprintf("%s, %s", runtime, mlx.RuntimeDescription()),
-			WeightScheme:     fmt.Sprintf("%s %s, %s activations (%s)", info.ModelType, info.Quantization, info.Dtype, info.Format),
-			KVScheme:         info.Dtype + ", not quantized",
+			WeightScheme:     weightScheme(info),
+			KVScheme:         kvScheme(info, m.NewCaches(kv.Options{})),
 			FidelityContract: "L1: logits bit-identical to mlx-lm 0.32.2 on the same libmlx",
 		},
 		Runner: r,
 	}
+}
+
+// weightScheme names the weights' numeric scheme: the quantization and the
+// activation dtype, or for unquantized weights their dtype.
+func weightScheme(info models.Info) string {
+	if info.Quantization == "" || info.Quantization == "none" {
+		return fmt.Sprintf("%s %s weights, not quantized (%s)", info.ModelType, info.Dtype, info.Format)
+	}
+	return fmt.Sprintf("%s %s, %s activations (%s)", info.ModelType, info.Quantization, info.Dtype, info.Format)
+}
+
+// kvScheme names the KV caches a request gets, from the caches the model
+// makes (mlx-lm's make_prompt_cache): their dtype, and how many layers keep
+// every token and how many a rotating window (Gemma 3's sliding-window
+// layers). caches are made empty and hold no arrays.
+func kvScheme(info models.Info, caches []kv.Cache) string {
+	out := info.Dtype + ", not quantized"
+	windows := map[int]int{} // window size -> layers
+	var sizes []int
+	for _, c := range caches {
+		if r, ok := c.(*kv.Rotating); ok {
+			if windows[r.MaxSize()] == 0 {
+				sizes = append(sizes, r.MaxSize())
+			}
+			windows[r.MaxSize()]++
+		}
+	}
+	if len(sizes) == 0 {
+		return out
+	}
+	slices.Sort(sizes)
+	rotating := 0
+	var parts []string
+	for _, w := range sizes {
+		rotating += windows[w]
+		parts = append(parts, fmt.Sprintf("%d rotating (sliding window of %d tokens)", windows[w], w))
+	}
+	return fmt.Sprintf("%s; %d layers: %d growing, %s", out, len(caches), len(caches)-rotating, strings.Join(parts, ", "))
 }
