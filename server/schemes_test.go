@@ -14,7 +14,7 @@ type schemeModel struct {
 	caches func() []kv.Cache
 }
 
-func (m schemeModel) Info() models.Info                { return m.info }
+func (m schemeModel) Info() models.Info               { return m.info }
 func (m schemeModel) NewCaches(kv.Options) []kv.Cache { return m.caches() }
 
 // TestSchemes: x_mlxgo's weight and KV schemes say what runs: Gemma 3's
