@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"net"
 	"os"
@@ -20,9 +21,10 @@ import (
 const serveUsage = `Usage: mlxgo serve [-m PATH] [flags]
 
 Serves an OpenAI-compatible HTTP API over one model until SIGINT or
-SIGTERM: POST /v1/chat/completions and /v1/completions (streaming or not),
-POST /v1/embeddings with --embed-model, GET /v1/models, /health and
-/metrics (Prometheus). One line with the URL
+SIGTERM: POST /v1/chat/completions and /v1/completions (streaming or not;
+also without /v1, as mlx_lm.server serves them), POST /v1/embeddings with
+--embed-model, GET /v1/models and /v1/models/ID, /health and /metrics
+(Prometheus). One line with the URL
 goes to stderr once the server accepts. On a signal it stops accepting,
 lets running requests finish within the grace period, and exits 0.
 
@@ -42,13 +44,26 @@ Flags:
 	                          time (the fastest single stream); N > 1 admits up
 	                          to N requests into one continuously batched
 	                          decode, the rest wait in the queue (default 1)
-	--max-tokens N            max_tokens of a request that gives none (default 512)
+	--max-tokens N            max_tokens of a request that gives none
+	--temp, --temperature T   temperature of a request that gives none
+	--top-p P, --top-k K, --min-p P
+	                          likewise for top_p, top_k and min_p
+	                          A request's own field wins, then these flags,
+	                          then the model's generation_config.json
+	                          (temperature, top_p, top_k, min_p,
+	                          repetition_penalty, max_new_tokens; none of
+	                          its sampling values when do_sample is false),
+	                          then mlx_lm.server's defaults (temperature 0,
+	                          top_p 1, top_k 0, min_p 0, max_tokens 512).
+	                          x_mlxgo.sampling_from says which applied.
 	--prompt-cache-bytes N    KV bytes the prompt cache keeps (default 536870912;
 	                          0 turns it off)
 	--api-key KEY             require "Authorization: Bearer KEY" (default: none;
 	                          $MLXGO_API_KEY is read when the flag is absent)
 	--cors ORIGIN             allow browsers from ORIGIN ("*" for any)
-	--max-queue N             requests that may wait; more get 429 (default 64)
+	--max-queue N             requests that may wait beside the --batch rows
+	                          running (choices of n count one each); more
+	                          get 429 (default 64)
 	--request-timeout D       end a request after D, e.g. 2m (default: none)
 	--shutdown-grace D        how long running requests may finish after a
 	                          signal (default 10s)
@@ -69,6 +84,7 @@ type serveFlags struct {
 	maxQueue, cacheBytes      int
 	timeout, grace            time.Duration
 	rt                        runtimeFlags
+	sampling                  server.SamplingDefaults // the sampling flags given
 }
 
 func (c *serveCommand) parse(args []string) (*serveFlags, error) {
@@ -81,6 +97,13 @@ func (c *serveCommand) parse(args []string) (*serveFlags, error) {
 	fs.IntVar(&f.port, "port", 8080, "")
 	fs.IntVar(&f.batch, "batch", 1, "")
 	fs.IntVar(&f.maxTokens, "max-tokens", 512, "")
+	var temp, topP, minP float64
+	var topK int
+	fs.Float64Var(&temp, "temp", 0, "")
+	fs.Float64Var(&temp, "temperature", 0, "")
+	fs.Float64Var(&topP, "top-p", 1, "")
+	fs.Float64Var(&minP, "min-p", 0, "")
+	fs.IntVar(&topK, "top-k", 0, "")
 	fs.IntVar(&f.cacheBytes, "prompt-cache-bytes", 512<<20, "")
 	fs.StringVar(&f.apiKey, "api-key", os.Getenv("MLXGO_API_KEY"), "")
 	fs.StringVar(&f.cors, "cors", "", "")
@@ -93,6 +116,25 @@ func (c *serveCommand) parse(args []string) (*serveFlags, error) {
 	}
 	if err := f.rt.resolve(os.Getenv); err != nil {
 		return nil, err
+	}
+	// Only the flags given are defaults: the others leave the field to
+	// generation_config.json and mlx_lm.server's defaults.
+	fs.Visit(func(fl *flag.Flag) {
+		switch fl.Name {
+		case "temp", "temperature":
+			f.sampling.Temperature = &temp
+		case "top-p":
+			f.sampling.TopP = &topP
+		case "top-k":
+			f.sampling.TopK = &topK
+		case "min-p":
+			f.sampling.MinP = &minP
+		case "max-tokens":
+			f.sampling.MaxTokens = &f.maxTokens
+		}
+	})
+	if err := f.sampling.Validate("serve"); err != nil {
+		return nil, usageError{err.Error()}
 	}
 	switch {
 	case fs.NArg() > 0:
@@ -136,6 +178,13 @@ func (c *serveCommand) Run(ctx context.Context, args []string) error {
 		defer em.Model.Close()
 		emb = em
 	}
+	genCfg, err := server.ReadGenerationConfig(path)
+	if err != nil {
+		return err
+	}
+	if d := genCfg.String(); d != "" {
+		fmt.Fprintf(c.m.Stderr, "mlxgo: sampling defaults from generation_config.json: %s\n", d)
+	}
 	t, err := tok.Load(path)
 	if err != nil {
 		return fmt.Errorf("cannot load the tokenizer of %s: %w", path, err)
@@ -156,14 +205,16 @@ func (c *serveCommand) Run(ctx context.Context, args []string) error {
 	if emb != nil {
 		id += " and " + emb.ID
 	}
-	return c.listen(ctx, f, sm, emb, id)
+	return c.listen(ctx, f, sm, emb, id, genCfg)
 }
 
 // listen serves model (and emb when not nil) with the flags' limits.
-func (c *serveCommand) listen(ctx context.Context, f *serveFlags, model server.Model, emb *server.Embeddings, id string) error {
+func (c *serveCommand) listen(ctx context.Context, f *serveFlags, model server.Model, emb *server.Embeddings, id string, genCfg server.SamplingDefaults) error {
 	srv, err := server.New(server.Config{
 		Model: model, Embeddings: emb,
-		MaxTokens: f.maxTokens, APIKey: f.apiKey, CORSOrigin: f.cors, MaxQueue: f.maxQueue,
+		MaxTokens: 512, // mlx_lm.server's --max-tokens default, below the flag and generation_config.json
+		Flags:     f.sampling, GenerationConfig: genCfg,
+		APIKey: f.apiKey, CORSOrigin: f.cors, MaxQueue: f.maxQueue,
 		RequestTimeout: f.timeout, ShutdownGrace: f.grace,
 	})
 	if err != nil {
@@ -211,5 +262,5 @@ func (c *serveCommand) serveEmbeddingsOnly(ctx context.Context, f *serveFlags, p
 	}
 	model := server.Model{ID: emb.ID, Tokenizer: t, ContextLength: emb.Model.MaxLen, Fingerprint: emb.Fingerprint,
 		Composition: emb.Composition, Runner: server.EmbeddingOnlyRunner{ID: emb.ID}}
-	return c.listen(ctx, f, model, emb, emb.ID)
+	return c.listen(ctx, f, model, emb, emb.ID, server.SamplingDefaults{})
 }

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // Where a resolved sampling value came from, as x_mlxgo.sampling_from
@@ -28,6 +29,26 @@ const (
 type SamplingDefaults struct {
 	Temperature, TopP, MinP, RepetitionPenalty *float64
 	TopK, MaxTokens                            *int
+}
+
+// String lists the values given, "" when none is.
+func (d SamplingDefaults) String() string {
+	var out []string
+	for _, f := range []struct {
+		name string
+		v    *float64
+	}{{"temperature", d.Temperature}, {"top_p", d.TopP}, {"min_p", d.MinP}, {"repetition_penalty", d.RepetitionPenalty}} {
+		if f.v != nil {
+			out = append(out, fmt.Sprintf("%s=%g", f.name, *f.v))
+		}
+	}
+	if d.TopK != nil {
+		out = append(out, fmt.Sprintf("top_k=%d", *d.TopK))
+	}
+	if d.MaxTokens != nil {
+		out = append(out, fmt.Sprintf("max_tokens=%d", *d.MaxTokens))
+	}
+	return strings.Join(out, " ")
 }
 
 // Validate checks the values as the request fields are checked; src names

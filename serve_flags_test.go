@@ -1,0 +1,37 @@
+package main
+
+import (
+	"io"
+	"strings"
+	"testing"
+)
+
+// TestServeSamplingFlags: only the sampling flags given become defaults
+// (the rest fall through to generation_config.json and mlx_lm.server's),
+// --temperature is --temp, and a value out of range is a usage error.
+func TestServeSamplingFlags(t *testing.T) {
+	c := &serveCommand{m: &Main{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard}}
+	f, err := c.parse([]string{"--temperature", "0.7", "--top-k", "20", "--max-tokens", "64"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := f.sampling
+	if d.Temperature == nil || *d.Temperature != 0.7 || d.TopK == nil || *d.TopK != 20 || d.MaxTokens == nil || *d.MaxTokens != 64 {
+		t.Errorf("defaults %s, want temperature=0.7 top_k=20 max_tokens=64", d)
+	}
+	if d.TopP != nil || d.MinP != nil {
+		t.Errorf("flags not given became defaults: %s", d)
+	}
+	if f, err = c.parse([]string{"--temp", "0.2", "--top-p", "0.8", "--min-p", "0.05"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.sampling.String(); got != "temperature=0.2 top_p=0.8 min_p=0.05" {
+		t.Errorf("defaults %q", got)
+	}
+	if f, err = c.parse(nil); err != nil || f.sampling.String() != "" {
+		t.Errorf("no flags: defaults %q err %v", f.sampling.String(), err)
+	}
+	if _, err := c.parse([]string{"--top-p", "1.5"}); err == nil || !strings.Contains(err.Error(), "top_p") {
+		t.Errorf("--top-p 1.5: %v, want a usage error naming top_p", err)
+	}
+}
