@@ -10,6 +10,7 @@ type StopMatcher struct {
 	stops   []string
 	pending string
 	stopped bool
+	matched string
 }
 
 // NewStopMatcher matches the given stop strings; empty ones are ignored.
@@ -53,6 +54,7 @@ func (m *StopMatcher) Push(chunk string) (out string, stop bool) {
 	}
 	if cut >= 0 {
 		out = m.pending[:cut]
+		m.matched = m.pending[cut:end]
 		m.pending, m.stopped = "", true
 		return out, true
 	}
@@ -90,3 +92,6 @@ func (m *StopMatcher) Flush() string {
 
 // Stopped reports whether a stop string has been seen.
 func (m *StopMatcher) Stopped() bool { return m.stopped }
+
+// Matched is the stop string that ended generation ("" before a stop).
+func (m *StopMatcher) Matched() string { return m.matched }
