@@ -26,46 +26,77 @@ func (s *Server) handleCompletion(w http.ResponseWriter, r *http.Request) {
 	s.complete(w, r, decodeCompletion)
 }
 
-// complete is both completion endpoints: decode, tokenize, check the
-// context, queue, then answer in one body or as a stream.
+// complete is both completion endpoints: decode, then start the
+// executions and answer in one body or as a stream.
 func (s *Server) complete(w http.ResponseWriter, r *http.Request, decode func([]byte) (*params, error)) {
-	if e, ok := s.cfg.Model.Runner.(EmbeddingOnlyRunner); ok {
-		// Before anything else: a template or tokenizer complaint would
-		// hide that this model does not generate at all.
-		writeError(w, NotChatModel(e.ID))
+	p, ok := s.decodeBody(w, r, decode, writeOpenAIError)
+	if !ok {
 		return
+	}
+	rs, jobs, ok := s.start(w, r, p, writeOpenAIError)
+	if !ok {
+		return
+	}
+	if p.stream {
+		s.stream(w, jobs, rs)
+		return
+	}
+	s.collect(w, jobs, rs)
+}
+
+// writeOpenAIError is writeError as an errorWriter.
+func writeOpenAIError(w http.ResponseWriter, err error) { writeError(w, err) }
+
+// errorWriter writes an error in one API's shape (OpenAI's or Anthropic's).
+type errorWriter func(http.ResponseWriter, error)
+
+// decodeBody reads and decodes a completion request's body; a model that
+// only embeds is refused first, since a template or tokenizer complaint
+// would hide that it does not generate at all.
+func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, decode func([]byte) (*params, error), fail errorWriter) (*params, bool) {
+	if e, ok := s.cfg.Model.Runner.(EmbeddingOnlyRunner); ok {
+		fail(w, NotChatModel(e.ID))
+		return nil, false
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
 	if err != nil {
-		writeError(w, err)
-		return
+		fail(w, err)
+		return nil, false
 	}
 	p, err := decode(body)
 	if err != nil {
-		writeError(w, err)
-		return
+		fail(w, err)
+		return nil, false
 	}
+	return p, true
+}
+
+// start tokenizes p, checks the context, resolves the sampling defaults and
+// submits one completion execution per choice; on failure it has answered
+// with fail.
+func (s *Server) start(w http.ResponseWriter, r *http.Request, p *params, fail errorWriter) (*response, []*job, bool) {
 	t := s.cfg.Model.Tokenizer
 	feat := s.tmpl.features(t)
 	if err := feat.check(p); err != nil {
-		writeError(w, err)
-		return
+		fail(w, err)
+		return nil, nil, false
 	}
 	ids, err := s.tokenize(p, feat)
 	if err != nil {
-		writeError(w, err)
-		return
+		fail(w, err)
+		return nil, nil, false
 	}
 	rs := s.newResponse(p)
+	rs.promptTokens = len(ids)
 	rs.sampledFrom = s.resolveSampling(p)
 	o, err := s.options(p, len(ids))
 	if err != nil {
-		writeError(w, err)
-		return
+		fail(w, err)
+		return nil, nil, false
 	}
 	if p.n > s.eng.capacity() {
-		writeError(w, invalidf("n", "n %d is more than this server runs and queues at once (%d: --batch + --max-queue)", p.n, s.eng.capacity()))
-		return
+		fail(w, invalidf("n", "n %d is more than this server runs and queues at once (%d: --batch + --max-queue)", p.n, s.eng.capacity()))
+		return nil, nil, false
 	}
 	tools := feat.parsedTools(p)
 	if p.chat {
@@ -77,7 +108,9 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, decode func([]
 	if s.cfg.RequestTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, s.cfg.RequestTimeout)
-		defer cancel()
+		// The executions end with the request: its handler returns once
+		// they have sent their final events, or the client is gone.
+		context.AfterFunc(r.Context(), cancel)
 	}
 	// One completion execution per choice: rows of the batch when --batch
 	// has room, else one after another; choice i draws from seed+i.
@@ -107,16 +140,13 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, decode func([]
 			detok: t.NewDetokenizer(!feat.showSpecial), stops: gen.NewStopMatcher(p.stops),
 			events: make(chan event, 64), queued: time.Now(), m: s.m,
 		}
+		c.stops = jobs[i].stops
 	}
 	if err := s.eng.submit(jobs...); err != nil {
-		writeError(w, err)
-		return
+		fail(w, err)
+		return nil, nil, false
 	}
-	if p.stream {
-		s.stream(w, jobs, rs)
-		return
-	}
-	s.collect(w, jobs, rs)
+	return rs, jobs, true
 }
 
 // options resolves the request into gen.Options, refusing (never cutting) a

@@ -15,7 +15,10 @@ func (s *Server) authorized(r *http.Request) bool {
 	}
 	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if !ok {
-		return false
+		// Anthropic's clients send the key as x-api-key.
+		if got = r.Header.Get("X-Api-Key"); got == "" {
+			return false
+		}
 	}
 	a, b := sha256.Sum256([]byte(strings.TrimSpace(got))), sha256.Sum256([]byte(s.cfg.APIKey))
 	return subtle.ConstantTimeCompare(a[:], b[:]) == 1
@@ -34,7 +37,7 @@ func (s *Server) cors(w http.ResponseWriter, r *http.Request) bool {
 	}
 	if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
 		h.Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
-		h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type")
+		h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Api-Key, Anthropic-Version")
 		h.Set("Access-Control-Max-Age", "600")
 		w.WriteHeader(http.StatusNoContent)
 		return true

@@ -83,6 +83,8 @@ type params struct {
 	logprobs     bool        // return each generated token's log-probability
 	topLogprobs  int         // and this many alternatives (0..maxTopLogprobs)
 	n            int         // choices to generate (1..maxChoices)
+	messagesAPI  bool        // Anthropic's /v1/messages (messages.go)
+	thinkBudget  int         // its thinking.budget_tokens (recorded, not enforced)
 	// given names the sampling fields the request set itself; the others
 	// take the server's defaults (defaults.go).
 	given map[string]bool

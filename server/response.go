@@ -54,8 +54,9 @@ type response struct {
 	choices []*choice
 	// features describes the resolved output features for x_mlxgo;
 	// sampledFrom where each sampling value came from.
-	features    string
-	sampledFrom map[string]string
+	features     string
+	sampledFrom  map[string]string
+	promptTokens int // the prompt's length, before any of it is found cached
 }
 
 // choice is the answer state of one completion execution: the router that
@@ -75,6 +76,7 @@ type choice struct {
 	all      piece
 	res      Result
 	done     bool
+	stops    *gen.StopMatcher // the job's; read once its final event is in
 }
 
 // describeFeatures records the output features resolved for a request:
@@ -94,14 +96,20 @@ func describeFeatures(p *params, think *thinkMarkers, tools *toolFormat) string 
 	if p.n > 1 {
 		f = append(f, fmt.Sprintf("n=%d", p.n))
 	}
+	if p.thinkBudget > 0 {
+		f = append(f, fmt.Sprintf("thinking_budget=%d(not enforced: max_tokens bounds thinking and answer together)", p.thinkBudget))
+	}
 	return strings.Join(f, " ")
 }
 
 func (s *Server) newResponse(p *params) *response {
 	r := &response{s: s, chat: p.chat, model: s.cfg.Model.ID, p: p, created: s.cfg.Now().Unix()}
-	if p.chat {
+	switch {
+	case p.messagesAPI:
+		r.id, r.object = newID("msg_"), "message"
+	case p.chat:
 		r.id, r.object = newID("chatcmpl-"), "chat.completion"
-	} else {
+	default:
 		r.id, r.object = newID("cmpl-"), "text_completion"
 	}
 	for i := range p.n {

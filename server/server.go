@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -162,7 +163,7 @@ func (s *Server) Handler() http.Handler {
 		mux.Handle(path, s.counted(path, func(w http.ResponseWriter, r *http.Request) {
 			if r.Method != method && !(method == http.MethodGet && r.Method == http.MethodHead) {
 				w.Header().Set("Allow", method)
-				writeError(w, &apiError{status: http.StatusMethodNotAllowed, typ: "invalid_request_error",
+				errorWriterFor(path)(w, &apiError{status: http.StatusMethodNotAllowed, typ: "invalid_request_error",
 					message: fmt.Sprintf("method %s is not allowed on %s; use %s", r.Method, path, method)})
 				return
 			}
@@ -175,6 +176,8 @@ func (s *Server) Handler() http.Handler {
 	// base URL that lacks it.
 	route(http.MethodPost, "/chat/completions", s.handleChat)
 	route(http.MethodPost, "/completions", s.handleCompletion)
+	route(http.MethodPost, "/v1/messages", s.handleMessages)
+	route(http.MethodPost, "/v1/messages/count_tokens", s.handleCountTokens)
 	route(http.MethodPost, "/v1/embeddings", s.handleEmbeddings)
 	route(http.MethodGet, "/v1/models", s.handleModels)
 	route(http.MethodGet, "/v1/models/{id...}", s.handleModel)
@@ -185,6 +188,15 @@ func (s *Server) Handler() http.Handler {
 			message: fmt.Sprintf("there is no route %s %s", r.Method, r.URL.Path)})
 	}))
 	return mux
+}
+
+// errorWriterFor is the error shape of an endpoint: Anthropic's on the
+// Messages API, OpenAI's everywhere else.
+func errorWriterFor(endpoint string) errorWriter {
+	if strings.HasPrefix(endpoint, "/v1/messages") {
+		return writeAnthropicError
+	}
+	return writeOpenAIError
 }
 
 // statusWriter remembers the status for the requests counter.
@@ -227,7 +239,7 @@ func (s *Server) counted(endpoint string, h http.HandlerFunc) http.Handler {
 					panic(v)
 				}
 				if sw.status == 0 {
-					writeError(sw, fmt.Errorf("internal error: %v", v))
+					errorWriterFor(endpoint)(sw, fmt.Errorf("internal error: %v", v))
 				}
 			}
 			if sw.status == 0 {
@@ -239,8 +251,11 @@ func (s *Server) counted(endpoint string, h http.HandlerFunc) http.Handler {
 			return
 		}
 		if endpoint != "/health" && !s.authorized(r) {
-			writeError(sw, &apiError{status: http.StatusUnauthorized, typ: "authentication_error", code: "invalid_api_key",
-				message: "the API key is missing or wrong: send it as Authorization: Bearer KEY"})
+			if strings.HasPrefix(endpoint, "/v1/messages") {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="mlxgo"`)
+			}
+			errorWriterFor(endpoint)(sw, &apiError{status: http.StatusUnauthorized, typ: "authentication_error", code: "invalid_api_key",
+				message: "the API key is missing or wrong: send it as Authorization: Bearer KEY (or x-api-key: KEY)"})
 			return
 		}
 		h(sw, r)
