@@ -54,3 +54,13 @@ func ScaledDotProductAttention(q, k, v *Array, scale float32, maskMode string, m
 	hq, hk, hv, hm, hs := c.in(q), c.in(k), c.in(v), c.opt(mask), c.opt(sinks)
 	return c.do(func(out *uintptr) int32 { return fn.sdpa(hq, hk, hv, &scale, maskMode, hm, hs, out) })
 }
+
+// GeluApprox is mlx.nn.gelu_approx, 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))),
+// built op for op as mlx-lm's Python builds it. On a GPU it is compiled, as
+// mlx-lm's is: MLX's fused kernel for it computes differently from the ops
+// run one by one (native/shim/compiled.cpp).
+func GeluApprox(x *Array) *Array {
+	c := begin("gelu_approx")
+	hx := c.in(x)
+	return c.do(func(out *uintptr) int32 { return fn.geluApprox(hx, out) })
+}

@@ -176,3 +176,42 @@ func TestFastOps(t *testing.T) {
 		}, []int{1, 1, 2, d}, refSDPA(q, k, v, 2, 3, d, 0.3, nil, 0.7), tol},
 	})
 }
+
+// TestGeluApproxIsTheOpGraph checks the shim's gelu_approx on the CPU
+// against the same ops called one by one from Go, in mlx-lm's order, bit
+// for bit in every float dtype, and against float64 arithmetic loosely.
+func TestGeluApproxIsTheOpGraph(t *testing.T) {
+	mlxtest.Do(t, func() error {
+		x := lcg(7, 1000, 6)
+		for _, dt := range []mlx.Dtype{mlx.Float32, mlx.Float16, mlx.BFloat16} {
+			a := mlx.AsType(mlx.FromSlice(x, 10, 100), dt)
+			c := func(v float64) *mlx.Array { return mlx.Scalar(float32(v), dt) }
+			inner := mlx.Add(a, mlx.Multiply(mlx.Power(a, c(3)), c(0.044715)))
+			inner = mlx.Multiply(inner, c(math.Sqrt(2/math.Pi)))
+			want := mlx.Multiply(mlx.Multiply(a, c(0.5)), mlx.Add(mlx.Tanh(inner), c(1)))
+			got := mlx.GeluApprox(a)
+			w, err := mlx.AsType(want, mlx.Float32).Float32s()
+			if err != nil {
+				return err
+			}
+			g, err := mlx.AsType(got, mlx.Float32).Float32s()
+			if err != nil {
+				return err
+			}
+			if got.Dtype() != dt {
+				t.Errorf("%v: result dtype %v", dt, got.Dtype())
+			}
+			for i := range w {
+				if math.Float32bits(w[i]) != math.Float32bits(g[i]) {
+					t.Fatalf("%v: element %d: shim %v, ops %v", dt, i, g[i], w[i])
+				}
+				v := float64(x[i])
+				ref := 0.5 * v * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(v+0.044715*v*v*v)))
+				if dt == mlx.Float32 && math.Abs(float64(g[i])-ref) > 1e-5*(1+math.Abs(ref)) {
+					t.Fatalf("element %d: gelu_approx(%v) = %v, float64 %v", i, v, g[i], ref)
+				}
+			}
+		}
+		return nil
+	})
+}

@@ -83,6 +83,7 @@ var fn struct {
 	gatherQMM       func(x, w, scales, biases, lhs, rhs uintptr, transpose, groupSize, bits int32, mode string, sorted int32, out *uintptr) int32
 	gatherMM        func(a, b, lhs, rhs uintptr, sorted int32, out *uintptr) int32
 
+	geluApprox  func(x uintptr, out *uintptr) int32
 	rmsNorm     func(x, w uintptr, eps *float32, out *uintptr) int32
 	layerNorm   func(x, w, b uintptr, eps *float32, out *uintptr) int32
 	rope        func(x uintptr, dims, traditional, hasBase int32, base, scale *float32, offset int32, freqs uintptr, out *uintptr) int32
@@ -215,6 +216,7 @@ func symbols() []symbol {
 		{"mlxgo_gather_qmm", &fn.gatherQMM},
 		{"mlxgo_gather_mm", &fn.gatherMM},
 
+		{"mlxgo_gelu_approx", &fn.geluApprox},
 		{"mlxgo_fast_rms_norm", &fn.rmsNorm},
 		{"mlxgo_fast_layer_norm", &fn.layerNorm},
 		{"mlxgo_fast_rope", &fn.rope},

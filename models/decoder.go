@@ -84,23 +84,11 @@ func (m *mlp) apply(x *mlx.Array) *mlx.Array {
 	g, u := m.gate.apply(x), m.up.apply(x)
 	var h *mlx.Array
 	if m.gelu {
-		h = mlx.Multiply(geluApprox(g), u)
+		h = mlx.Multiply(mlx.GeluApprox(g), u)
 	} else {
 		h = mlx.Multiply(mlx.Multiply(g, mlx.Sigmoid(g)), u) // nn.silu(gate) * x
 	}
 	return m.down.apply(h)
-}
-
-// geluApprox is nn.gelu_approx:
-// 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x**3))).
-func geluApprox(x *mlx.Array) *mlx.Array {
-	w := func(v float64) *mlx.Array { return mlx.ScalarLike(float32(v), x) }
-	cube := mlx.Power(x, w(3))
-	inner := mlx.Multiply(w(0.044715), cube)
-	inner = mlx.Add(x, inner)
-	inner = mlx.Multiply(w(0.7978845608028654), inner) // math.sqrt(2 / math.pi)
-	t := mlx.Add(w(1), mlx.Tanh(inner))
-	return mlx.Multiply(mlx.Multiply(w(0.5), x), t)
 }
 
 // block is one transformer layer. Llama-style blocks have two norms; gemma3

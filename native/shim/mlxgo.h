@@ -176,6 +176,9 @@ MLXGO_API int mlxgo_fast_rope_dynamic(mlxgo_array x, int dims, int traditional, 
 MLXGO_API int mlxgo_fast_sdpa(mlxgo_array q, mlxgo_array k, mlxgo_array v, const float* scale, const char* mask_mode,
                               mlxgo_array mask, mlxgo_array sinks, mlxgo_array* out);
 
+/* ---- compiled.cpp: functions mlx-lm compiles (compiled on a GPU, where that changes the result) ---- */
+MLXGO_API int mlxgo_gelu_approx(mlxgo_array x, mlxgo_array* out);
+
 /* ---- signal.cpp: convolution, FFT, random ---- */
 MLXGO_API int mlxgo_conv1d(mlxgo_array input, mlxgo_array weight, int stride, int padding, int dilation, int groups, mlxgo_array* out);
 /* kind: 0 fft, 1 ifft, 2 rfft, 3 irfft. */

@@ -8,6 +8,7 @@
 #   verify   mlxgo verify-native on the GPU
 #   l1       the L1 suite's tiny models: mlx-lm's logits on the GPU (logits.py --suite),
 #            then mlxgo's TestL1 against them (models.test), MLX_ENABLE_TF32=0 in both
+#            (L1_ORACLE_FLAGS=--no-checks skips the oracle's rerun and no-compile runs)
 #   bench1b  mlxgo generate vs mlx-lm, alternating (bench.py), Llama-3.2-1B shape bf16 + q4g64
 #   bench8b  the same for the Llama-3.1-8B shape
 #   hostcost the host's share of a decode step on the 1B shape (models.test benchmarks):
@@ -73,7 +74,7 @@ stage_verify() {
 stage_l1() {
 	export MLXGO_ORACLE_DEVICE=gpu
 	"$PY" models/testdata/oracle/make_tiny.py > "$OUT/l1-oracle.txt" 2>&1 &&
-		"$PY" models/testdata/oracle/logits.py --suite >> "$OUT/l1-oracle.txt" 2>&1
+		"$PY" models/testdata/oracle/logits.py --suite ${L1_ORACLE_FLAGS:-} >> "$OUT/l1-oracle.txt" 2>&1
 	local rc=$?
 	tail -5 "$OUT/l1-oracle.txt"
 	[ $rc = 0 ] || return $rc
