@@ -10,34 +10,36 @@ import (
 	"sync"
 )
 
-// convertAffine repacks Q4_0, Q4_1 and Q8_0 blocks into MLX's affine layout
-// without changing any value. One GGUF block of 32 becomes one MLX group:
+// convertAffine repacks Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 blocks into MLX's
+// affine layout without changing any value. One GGUF block of 32 becomes one
+// MLX group:
 //
-//	Q4_1: w = d*q + m          → scale d, bias m
-//	Q4_0: w = d*(q-8)          → scale d, bias -8d
-//	Q8_0: w = d*x, x int8      → q = x+128, scale d, bias -128d
+//	Q4_1: w = d*q + m          → 4 bits, scale d, bias m
+//	Q4_0: w = d*(q-8)          → 4 bits, scale d, bias -8d
+//	Q5_1: w = d*q + m          → 5 bits, scale d, bias m
+//	Q5_0: w = d*(q-16)         → 5 bits, scale d, bias -16d
+//	Q8_0: w = d*x, x int8      → 8 bits, q = x+128, scale d, bias -128d
 //
 // Scales and biases are float16, the type d and m have in the file (and what
-// mlx's own GGUF loader emits): d and m are copied bit for bit, and -8d and
-// -128d are d times a power of two, exact in float16 unless they overflow.
-// If any bias of a tensor would overflow (|d| > 8188 for Q4_0, > 511.75 for
-// Q8_0), the whole tensor gets float32 scales and biases instead.
+// mlx's own GGUF loader emits): d and m are copied bit for bit, and -8d,
+// -16d and -128d are d times a power of two, exact in float16 unless they
+// overflow. If any bias of a tensor would overflow (|d| > 8188 for Q4_0,
+// > 4094 for Q5_0, > 511.75 for Q8_0), the whole tensor gets float32 scales
+// and biases instead.
 //
 // Dequantizing with scale*q + bias in float32 gives exactly ggml's value:
 // scale*q is exact (an 11-bit significand times an integer of at most 8
-// bits fits in float32's 24), and for Q4_0/Q8_0 the sum d*q - 8d = d*(q-8)
-// is itself such a product, so the addition is exact too; for Q4_1 both
-// sides round the same exact d*q + m once. The only bit-level difference is
-// the sign of a zero: ggml gives -0 for d*(0) with d < 0, the affine sum +0.
+// bits fits in float32's 24), and for Q4_0/Q5_0/Q8_0 the sum d*q - 2^k*d =
+// d*(q-2^k) is itself such a product, so the addition is exact too; for
+// Q4_1/Q5_1 both sides round the same exact d*q + m once. The only bit-level
+// difference is the sign of a zero: ggml gives -0 for d*(0) with d < 0, the
+// affine sum +0.
 func convertAffine(ti TensorInfo, raw []byte) (*Affine, error) {
 	info := types[ti.Type]
 	blocks := len(raw) / int(info.size)
 	shape := ti.Shape()
 	last := len(shape) - 1
-	a := &Affine{GroupSize: 32, Bits: 4}
-	if ti.Type == Q8_0 {
-		a.Bits = 8
-	}
+	a := &Affine{GroupSize: 32, Bits: affineBits[ti.Type]}
 	a.WeightShape = append(append([]int(nil), shape[:last]...), shape[last]*a.Bits/32)
 	a.ScaleShape = append(append([]int(nil), shape[:last]...), shape[last]/32)
 	a.Weight = make([]byte, blocks*32*a.Bits/8)
@@ -73,7 +75,7 @@ func (a *Affine) convertBlocks(t GGMLType, raw []byte, size, lo, hi int) (inexac
 	for b := lo; b < hi; b++ {
 		blk := raw[b*size : (b+1)*size]
 		dBits := binary.LittleEndian.Uint16(blk)
-		if t != Q4_1 && dBits&0x7c00 == 0x7c00 {
+		if t != Q4_1 && t != Q5_1 && dBits&0x7c00 == 0x7c00 {
 			// An infinite or NaN d makes d*q + bias differ from d*(q-8).
 			return false, fmt.Errorf("block %d has a non-finite scale %v, which affine quantization cannot represent losslessly", b, halfToFloat32(dBits))
 		}
@@ -87,6 +89,12 @@ func (a *Affine) convertBlocks(t GGMLType, raw []byte, size, lo, hi int) (inexac
 		case Q4_0:
 			bias, ok = halfFromFloat32(-8 * halfToFloat32(dBits))
 			packNibbles(a.Weight[b*16:], blk[2:18])
+		case Q5_1:
+			bias = binary.LittleEndian.Uint16(blk[2:])
+			packBits(a.Weight[b*20:], q5Values(blk[4:8], blk[8:24]), 5)
+		case Q5_0:
+			bias, ok = halfFromFloat32(-16 * halfToFloat32(dBits))
+			packBits(a.Weight[b*20:], q5Values(blk[2:6], blk[6:22]), 5)
 		case Q8_0:
 			bias, ok = halfFromFloat32(-128 * halfToFloat32(dBits))
 			for j, x := range blk[2:34] {
@@ -99,15 +107,52 @@ func (a *Affine) convertBlocks(t GGMLType, raw []byte, size, lo, hi int) (inexac
 	return inexact, nil
 }
 
+// affineBits is the MLX bit width of each GGUF type that maps onto affine
+// quantization with group size 32.
+var affineBits = map[GGMLType]int{Q4_0: 4, Q4_1: 4, Q5_0: 5, Q5_1: 5, Q8_0: 8, Q4_K: 4, Q5_K: 5}
+
+// AffineBits reports whether Load returns tensors of type t in MLX affine
+// quantization (group size 32), and with how many bits.
+func AffineBits(t GGMLType) (bits int, ok bool) {
+	bits, ok = affineBits[t]
+	return bits, ok
+}
+
+// q5Values unpacks a Q5_0/Q5_1 block's 32 unsigned 5-bit values: element j
+// (j < 16) is the low nibble of qs[j], element j+16 its high nibble, and bit
+// j of the little-endian qh word is element j's fifth bit (ggml's
+// dequantize_row_q5_0).
+func q5Values(qh4, qs []byte) *[32]uint8 {
+	qh := binary.LittleEndian.Uint32(qh4)
+	var v [32]uint8
+	for j := 0; j < 16; j++ {
+		v[j] = qs[j]&0x0f | uint8(qh>>j&1)<<4
+		v[j+16] = qs[j]>>4 | uint8(qh>>(j+16)&1)<<4
+	}
+	return &v
+}
+
+// packBits writes 32 values of the given width into MLX's packing: a
+// little-endian bit stream, element i at bits [i*bits, i*bits+bits) (for 4
+// and 8 bits that is element j of a word in bits 4j or 8j).
+func packBits(dst []byte, v *[32]uint8, bits int) {
+	clear(dst[:4*bits])
+	for i, x := range v {
+		off := i * bits
+		w := uint16(x) << (off % 8)
+		dst[off/8] |= byte(w)
+		if w > 0xff {
+			dst[off/8+1] |= byte(w >> 8)
+		}
+	}
+}
+
 // widenScales gives float32 scales and biases for a tensor whose biases
-// overflow float16 (-8d or -128d is exact in float32 for every finite d).
+// overflow float16 (-8d, -16d or -128d is exact in float32 for every finite d).
 func widenScales(t GGMLType, raw []byte, size, blocks int) (s, b []byte, dt DType) {
 	scales := make([]float32, blocks)
 	biases := make([]float32, blocks)
-	mult := float32(-8)
-	if t == Q8_0 {
-		mult = -128
-	}
+	mult := map[GGMLType]float32{Q4_0: -8, Q5_0: -16, Q8_0: -128}[t]
 	for i := range scales {
 		scales[i] = halfToFloat32(binary.LittleEndian.Uint16(raw[i*size:]))
 		biases[i] = mult * scales[i]
@@ -135,15 +180,18 @@ func float32Bytes(v []float32) []byte {
 }
 
 // dequantize computes scale*q + bias in float32, reading q from the packed
-// uint32 words as MLX defines them (not from how convertAffine wrote them).
+// bit stream as MLX defines it (not from how the converters wrote it).
 func (a *Affine) dequantize() []float32 {
 	n := len(a.Weight) * 8 / a.Bits
 	out := make([]float32, n)
-	perWord := 32 / a.Bits
-	mask := uint32(1)<<a.Bits - 1
+	mask := uint64(1)<<a.Bits - 1
 	for i := range out {
-		w := binary.LittleEndian.Uint32(a.Weight[4*(i/perWord):])
-		q := float32(w >> (a.Bits * (i % perWord)) & mask)
+		off := i * a.Bits
+		var w uint64
+		for k := 0; k < 2 && off/8+k < len(a.Weight); k++ {
+			w |= uint64(a.Weight[off/8+k]) << (8 * k)
+		}
+		q := float32(w >> (off % 8) & mask)
 		g := i / a.GroupSize
 		s, b := a.scaleBias(g)
 		out[i] = float32(s*q) + b

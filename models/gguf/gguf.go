@@ -6,9 +6,10 @@
 // or hostile file yields an error, never a panic or a huge allocation. It
 // hands out raw little-endian bytes, shapes and dtypes; turning them into MLX
 // arrays, and mapping GGUF tensor names to Hugging Face ones, is the model
-// loader's job. F32/F16/BF16 data is returned without copying; Q4_0, Q4_1 and
-// Q8_0 are repacked losslessly into MLX's affine quantization layout; Q4_K,
-// Q5_K, Q6_K and Q8_K are dequantized exactly to float32 (see Load).
+// loader's job. F32/F16/BF16 data is returned without copying; Q4_0, Q4_1,
+// Q5_0, Q5_1, Q8_0, Q4_K and Q5_K are repacked losslessly into MLX's affine
+// quantization layout; Q6_K and Q8_K are dequantized exactly to float32 (see
+// Load).
 package gguf
 
 import (

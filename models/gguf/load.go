@@ -34,7 +34,7 @@ type Tensor struct {
 	// into the mapping; k-quants are dequantized into a new float32 buffer.
 	DType DType
 	Data  []byte
-	// Quant is set instead of Data for Q4_0, Q4_1 and Q8_0.
+	// Quant is set instead of Data for the types AffineBits accepts.
 	Quant *Affine
 }
 
@@ -72,11 +72,17 @@ var plainTypes = map[GGMLType]DType{
 // Load returns the named tensor ready to become an MLX array:
 //
 //   - F32, F16, BF16, F64 and I8…I64 pass through without copying;
-//   - Q4_0, Q4_1 and Q8_0 are repacked losslessly into MLX affine
-//     quantization with group size 32 (see Affine and convertAffine);
-//   - Q4_K, Q5_K, Q6_K and Q8_K are dequantized to float32 with exactly
-//     the arithmetic of ggml's reference dequantize_row_* functions;
-//   - any other type is an *UnsupportedTypeError.
+//   - Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 are repacked losslessly into MLX
+//     affine quantization with group size 32 and float16 scales (see
+//     Affine and convertAffine);
+//   - Q4_K and Q5_K are repacked losslessly into MLX affine quantization
+//     with group size 32 and float32 scales (see convertKAffine);
+//   - Q6_K and Q8_K are dequantized to float32 with exactly the arithmetic
+//     of ggml's reference dequantize_row_* functions: Q6_K's 16-element
+//     groups are no MLX group size (32, 64, 128), and two of them with
+//     different scales are no one affine map, so no affine form is exact;
+//   - any other type (Q2_K, Q3_K: 16-element groups; IQ*, TQ*, MXFP4:
+//     codebooks or other formats) is an *UnsupportedTypeError.
 func (f *File) Load(name string) (*Tensor, error) {
 	ti, ok := f.Tensor(name)
 	if !ok {
@@ -89,14 +95,20 @@ func (f *File) Load(name string) (*Tensor, error) {
 		return t, nil
 	}
 	switch ti.Type {
-	case Q4_0, Q4_1, Q8_0:
+	case Q4_0, Q4_1, Q5_0, Q5_1, Q8_0:
 		q, err := convertAffine(ti, raw)
 		if err != nil {
 			return nil, fmt.Errorf("cannot convert tensor %s: %w", name, err)
 		}
 		t.Quant = q
 		return t, nil
-	case Q4_K, Q5_K, Q6_K, Q8_K:
+	case Q4_K, Q5_K:
+		if ti.Shape()[len(ti.Shape())-1]%32 != 0 {
+			return nil, fmt.Errorf("cannot convert tensor %s: rows of %d are not whole groups of 32", name, ti.Shape()[len(ti.Shape())-1])
+		}
+		t.Quant = convertKAffine(ti, raw)
+		return t, nil
+	case Q6_K, Q8_K:
 		t.DType, t.Data = Float32, dequantizeK(ti.Type, raw)
 		return t, nil
 	}

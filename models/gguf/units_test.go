@@ -85,7 +85,7 @@ func TestLoadErrors(t *testing.T) {
 	var b builder
 	b.header(3, 2, 0)
 	b.tensorInfo("nan", Q4_0, 0, 32)
-	b.tensorInfo("q5", Q5_0, 32, 32)
+	b.tensorInfo("iq4", IQ4_NL, 32, 32)
 	b.pad(32)
 	blk := make([]byte, 64)
 	binary.LittleEndian.PutUint16(blk, 0x7e00) // NaN scale
@@ -96,7 +96,7 @@ func TestLoadErrors(t *testing.T) {
 	}
 	cases := []struct{ name, want string }{
 		{"nan", "non-finite scale"},
-		{"q5", "unsupported tensor type Q5_0 in tensor q5"},
+		{"iq4", "unsupported tensor type IQ4_NL in tensor iq4"},
 		{"absent", `no tensor "absent"`},
 	}
 	for _, tc := range cases {

@@ -2,7 +2,8 @@
 convert_test.go. Usage: gen_quants.py OUTDIR
 
   OUTDIR/affine.gguf   F32/F16/BF16/Q4_0/Q4_1/Q8_0 tensors (readable by mx.load)
-  OUTDIR/kquants.gguf  Q4_K/Q5_K/Q6_K tensors from random blocks, and a Q2_K one
+  OUTDIR/kquants.gguf  Q5_0/Q5_1/Q4_K/Q5_K/Q6_K tensors from random blocks (and
+                       quantized from floats), and a Q2_K one
   OUTDIR/ref.gguf      F32 "deq/<name>": gguf-py's gguf.quants.dequantize of each
                        tensor; "mx/<name>.{weight,scales,biases}": mx.load's arrays
                        (uint32 weights stored as I32 bit patterns)
@@ -71,6 +72,11 @@ w.close()
 
 w = gguf.GGUFWriter(os.path.join(out, "kquants.gguf"), "test")
 kquants = {
+    "q5_0": (gguf.quants.quantize(x, T.Q5_0), T.Q5_0),
+    "q5_1": (gguf.quants.quantize(x, T.Q5_1), T.Q5_1),
+    "q5_0_edge": (raw_blocks(T.Q5_0, 4, 64, [0]), T.Q5_0),
+    "q5_1_edge": (raw_blocks(T.Q5_1, 4, 64, [0, 2]), T.Q5_1),
+    "q5_0_huge": (raw_blocks(T.Q5_0, 2, 64, [0], huge=5000.0), T.Q5_0),
     "q4_k": (raw_blocks(T.Q4_K, 3, 512, [0, 2]), T.Q4_K),
     "q5_k": (raw_blocks(T.Q5_K, 3, 512, [0, 2]), T.Q5_K),
     "q6_k": (raw_blocks(T.Q6_K, 3, 512, [208]), T.Q6_K),
