@@ -186,6 +186,16 @@ func parityCases() []parityCase {
 			}
 			return tk, smolJSON(t, p)
 		}},
+		// Gemma 3's GGUF tokenizer (SentencePiece by scores) against Gemma 3's
+		// own tokenizer.json, the same vocabulary.
+		{"gemma3-gguf", func(t testing.TB) (*Tokenizer, string) {
+			p := testenv.DataFile(t, "gemma3-270m/gemma-3-270m-q4_k_m.gguf")
+			tk, err := Load(p)
+			if err != nil {
+				t.Fatalf("cannot load the gemma3 gguf tokenizer: %v", err)
+			}
+			return tk, testenv.DataFile(t, "tokenizers/gemma3/tokenizer.json")
+		}},
 	}
 }
 
