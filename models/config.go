@@ -47,6 +47,10 @@ type Config struct {
 	TorchDtype            string          `json:"torch_dtype"`
 	Quantization          *Quantization   `json:"quantization"`
 	QuantizationConfig    json.RawMessage `json:"quantization_config"`
+
+	// normsShifted: the norm weights are stored as 1 + weight (llama.cpp's
+	// gemma3 GGUF converter adds the 1), so gemma's 1+w is not applied again.
+	normsShifted bool
 }
 
 // RopeScaling is a rope_scaling object: a type name and numeric settings.

@@ -39,7 +39,7 @@ func buildGemma3(cfg *Config, ws *weightSet) (*decoder, error) {
 	if err != nil {
 		return nil, err
 	}
-	spec := layerSpec{headDim: headDim, normPlace: qkNormAfterTranspose, onePlus: true, gelu: true, sandwich: true,
+	spec := layerSpec{headDim: headDim, normPlace: qkNormAfterTranspose, onePlus: !cfg.normsShifted, gelu: true, sandwich: true,
 		scale: float32(math.Pow(floatOr(cfg.QueryPreAttnScalar, 256), -0.5))}
 	blocks, err := buildBlocks(cfg, ws, spec, func(i int) (*rope, bool, error) {
 		if (i+1)%pattern != 0 {
@@ -58,5 +58,5 @@ func buildGemma3(cfg *Config, ws *weightSet) (*decoder, error) {
 	// sanitize: no lm_head.weight means tied embeddings.
 	tied := !ws.has("lm_head.weight")
 	d.embedMul = ws.keepArray(mlx.Scalar(float32(math.Sqrt(float64(cfg.HiddenSize))), mlx.BFloat16))
-	return finishDecoder(d, cfg, ws, tied, true)
+	return finishDecoder(d, cfg, ws, tied, !cfg.normsShifted)
 }

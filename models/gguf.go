@@ -8,37 +8,67 @@ import (
 	"github.com/mlxgo/mlxgo/models/gguf"
 )
 
-// GGUF tensor names → mlx-lm llama module paths (what llama.cpp's converter
-// renamed them from).
-var (
-	ggufLayerNames = map[string]string{
-		"attn_norm":   "input_layernorm",
-		"ffn_norm":    "post_attention_layernorm",
-		"attn_q":      "self_attn.q_proj",
-		"attn_k":      "self_attn.k_proj",
-		"attn_v":      "self_attn.v_proj",
-		"attn_output": "self_attn.o_proj",
-		"ffn_gate":    "mlp.gate_proj",
-		"ffn_up":      "mlp.up_proj",
-		"ffn_down":    "mlp.down_proj",
-	}
-	ggufTopNames = map[string]string{"token_embd": "model.embed_tokens", "output_norm": "model.norm", "output": "lm_head"}
-)
+// ggufArch is what one GGUF architecture needs beyond the common keys: its
+// model_type, the GGUF block tensor names → mlx-lm module paths (what
+// llama.cpp's converter renamed them from), and its own config keys.
+type ggufArch struct {
+	modelType string
+	layer     map[string]string
+	config    func(f *gguf.File, arch string, c *Config) error
+}
 
-// ggufConfig is the HF-style config of a llama-architecture GGUF file.
+var ggufLlamaLayer = map[string]string{
+	"attn_norm":   "input_layernorm",
+	"ffn_norm":    "post_attention_layernorm",
+	"attn_q":      "self_attn.q_proj",
+	"attn_k":      "self_attn.k_proj",
+	"attn_v":      "self_attn.v_proj",
+	"attn_output": "self_attn.o_proj",
+	"ffn_gate":    "mlp.gate_proj",
+	"ffn_up":      "mlp.up_proj",
+	"ffn_down":    "mlp.down_proj",
+}
+
+// with is ggufLlamaLayer with entries replaced or added.
+func with(extra map[string]string) map[string]string {
+	m := map[string]string{}
+	for k, v := range ggufLlamaLayer {
+		m[k] = v
+	}
+	for k, v := range extra {
+		m[k] = v
+	}
+	return m
+}
+
+var ggufArchs = map[string]ggufArch{
+	"llama": {modelType: "llama", layer: ggufLlamaLayer, config: ggufLlamaConfig},
+	"qwen2": {modelType: "qwen2", layer: ggufLlamaLayer, config: ggufQwen2Config},
+	"qwen3": {modelType: "qwen3", layer: with(map[string]string{
+		"attn_q_norm": "self_attn.q_norm", "attn_k_norm": "self_attn.k_norm"}), config: ggufQwen3Config},
+	// Gemma 3's sandwich norms: llama.cpp calls the norm before the MLP
+	// ffn_norm and the ones after attention and MLP post_*_norm.
+	"gemma3": {modelType: "gemma3_text", layer: with(map[string]string{
+		"ffn_norm":            "pre_feedforward_layernorm",
+		"post_attention_norm": "post_attention_layernorm",
+		"post_ffw_norm":       "post_feedforward_layernorm",
+		"attn_q_norm":         "self_attn.q_norm", "attn_k_norm": "self_attn.k_norm"}), config: ggufGemma3Config},
+}
+
+var ggufTopNames = map[string]string{"token_embd": "model.embed_tokens", "output_norm": "model.norm", "output": "lm_head"}
+
+// GGUFArchitectures lists the general.architecture values Load reads.
+func GGUFArchitectures() []string { return []string{"gemma3", "llama", "qwen2", "qwen3"} }
+
+// ggufConfig is the HF-style config of a GGUF file, from its metadata.
 func ggufConfig(f *gguf.File) (*Config, error) {
 	arch := f.Architecture()
-	if arch != "llama" {
-		return nil, fmt.Errorf("%w %q in GGUF: supported GGUF architectures are llama", ErrUnsupportedModel, arch)
+	a, ok := ggufArchs[arch]
+	if !ok {
+		return nil, fmt.Errorf("%w %q in GGUF: supported GGUF architectures are %s", ErrUnsupportedModel, arch,
+			strings.Join(GGUFArchitectures(), ", "))
 	}
-	num := func(key string) (int, error) {
-		v, ok := f.Int(arch + "." + key)
-		if !ok || v <= 0 || v > maxVocab {
-			return 0, fmt.Errorf("GGUF metadata %s.%s is missing or out of range", arch, key)
-		}
-		return int(v), nil
-	}
-	c := &Config{ModelType: "llama"}
+	c := &Config{ModelType: a.modelType}
 	var err error
 	for _, p := range []struct {
 		key string
@@ -47,39 +77,28 @@ func ggufConfig(f *gguf.File) (*Config, error) {
 		{"embedding_length", &c.HiddenSize}, {"block_count", &c.NumHiddenLayers},
 		{"feed_forward_length", &c.IntermediateSize}, {"attention.head_count", &c.NumAttentionHeads},
 	} {
-		if *p.dst, err = num(p.key); err != nil {
+		if *p.dst, err = ggufNum(f, arch, p.key); err != nil {
 			return nil, err
 		}
 	}
-	kvh, err := num("attention.head_count_kv")
+	kvh, err := ggufNum(f, arch, "attention.head_count_kv")
 	if err != nil {
 		kvh = c.NumAttentionHeads
 	}
 	c.NumKeyValueHeads = &kvh
-	if c.HiddenSize%c.NumAttentionHeads != 0 {
-		return nil, fmt.Errorf("embedding_length %d is not a multiple of head_count %d", c.HiddenSize, c.NumAttentionHeads)
-	}
-	if rd, ok := f.Int(arch + ".rope.dimension_count"); ok && int(rd) != c.HiddenSize/c.NumAttentionHeads {
-		return nil, fmt.Errorf("partial rotary embeddings (rope dims %d, head dim %d) are not supported", rd, c.HiddenSize/c.NumAttentionHeads)
-	}
-	if _, ok := f.Tensor("rope_freqs.weight"); ok {
-		return nil, fmt.Errorf("GGUF rope_freqs (Llama 3.1 rope scaling) is not supported; use the safetensors model")
-	}
 	eps, ok := f.Float(arch + ".attention.layer_norm_rms_epsilon")
 	if !ok {
 		return nil, fmt.Errorf("GGUF metadata %s.attention.layer_norm_rms_epsilon is missing", arch)
 	}
 	c.RMSNormEps = &eps
-	theta, ok := f.Float(arch + ".rope.freq_base")
-	if !ok {
-		theta = 10000
+	if theta, ok := f.Float(arch + ".rope.freq_base"); ok {
+		c.RopeTheta = &theta
 	}
-	c.RopeTheta = &theta
-	if ctx, ok := f.Int(arch + ".context_length"); ok && ctx > 0 {
+	if ctx, ok := f.Int(arch + ".context_length"); ok && ctx > 0 && ctx <= maxVocab {
 		n := int(ctx)
 		c.MaxPositionEmbeddings = &n
 	}
-	if v, ok := f.Int(arch + ".vocab_size"); ok && v > 0 {
+	if v, ok := f.Int(arch + ".vocab_size"); ok && v > 0 && v <= maxVocab {
 		c.VocabSize = int(v)
 	} else if toks, ok := f.Strings("tokenizer.ggml.tokens"); ok {
 		c.VocabSize = len(toks)
@@ -87,24 +106,172 @@ func ggufConfig(f *gguf.File) (*Config, error) {
 	_, hasOutput := f.Tensor("output.weight")
 	tied := !hasOutput
 	c.TieWordEmbeddings = &tied
-	if eos, ok := f.Int("tokenizer.ggml.eos_token_id"); ok {
+	if eos, ok := f.Int("tokenizer.ggml.eos_token_id"); ok && eos >= 0 && eos <= maxVocab {
 		c.EOSTokenID = TokenIDs{int(eos)}
+	}
+	if err := ggufRopeScaling(f, arch, c); err != nil {
+		return nil, err
+	}
+	if err := a.config(f, arch, c); err != nil {
+		return nil, err
 	}
 	return c, c.validate()
 }
 
-// ggufName maps a GGUF tensor base name (without .weight) to a module path.
-func ggufName(base string) (path string, kind string, err error) {
+func ggufNum(f *gguf.File, arch, key string) (int, error) {
+	v, ok := f.Int(arch + "." + key)
+	if !ok || v <= 0 || v > maxVocab {
+		return 0, fmt.Errorf("GGUF metadata %s.%s is missing or out of range", arch, key)
+	}
+	return int(v), nil
+}
+
+// ggufHeadDim is attention.key_length, checked against value_length (the
+// supported architectures have one head dimension), else hidden/heads.
+func ggufHeadDim(f *gguf.File, arch string, c *Config) (int, error) {
+	k, err := ggufNum(f, arch, "attention.key_length")
+	if err != nil {
+		if c.HiddenSize%c.NumAttentionHeads != 0 {
+			return 0, fmt.Errorf("embedding_length %d is not a multiple of head_count %d", c.HiddenSize, c.NumAttentionHeads)
+		}
+		return c.HiddenSize / c.NumAttentionHeads, nil
+	}
+	if v, err := ggufNum(f, arch, "attention.value_length"); err == nil && v != k {
+		return 0, fmt.Errorf("attention key_length %d differs from value_length %d", k, v)
+	}
+	return k, nil
+}
+
+// ggufFullRope refuses partial rotary embeddings, which no supported
+// architecture has.
+func ggufFullRope(f *gguf.File, arch string, headDim int) error {
+	if rd, ok := f.Int(arch + ".rope.dimension_count"); ok && int(rd) != headDim {
+		return fmt.Errorf("partial rotary embeddings (rope dims %d, head dim %d) are not supported", rd, headDim)
+	}
+	return nil
+}
+
+// ggufRopeScaling maps rope.scaling.type/factor (linear only; yarn and the
+// others need more than GGUF's keys say) to rope_scaling.
+func ggufRopeScaling(f *gguf.File, arch string, c *Config) error {
+	typ, ok := f.String(arch + ".rope.scaling.type")
+	if !ok || typ == "none" {
+		return nil
+	}
+	factor, _ := f.Float(arch + ".rope.scaling.factor")
+	if typ != "linear" {
+		return fmt.Errorf("GGUF rope scaling %q is not supported (linear)", typ)
+	}
+	if factor == 1 || factor == 0 {
+		return nil
+	}
+	c.RopeScaling = RopeScaling{"type": "linear", "factor": factor}
+	return nil
+}
+
+func ggufLlamaConfig(f *gguf.File, arch string, c *Config) error {
+	if c.HiddenSize%c.NumAttentionHeads != 0 {
+		return fmt.Errorf("embedding_length %d is not a multiple of head_count %d", c.HiddenSize, c.NumAttentionHeads)
+	}
+	if err := ggufFullRope(f, arch, c.HiddenSize/c.NumAttentionHeads); err != nil {
+		return err
+	}
+	if _, ok := f.Tensor("rope_freqs.weight"); ok {
+		return fmt.Errorf("GGUF rope_freqs (Llama 3.1 rope scaling) is not supported; use the safetensors model")
+	}
+	if c.RopeTheta == nil {
+		theta := 10000.0
+		c.RopeTheta = &theta
+	}
+	return nil
+}
+
+// ggufQwen2Config: qwen2 has q/k/v biases (tensors attn_q.bias…) and head
+// dim hidden/heads; llama.cpp's converter leaves its q/k rows unpermuted.
+func ggufQwen2Config(f *gguf.File, arch string, c *Config) error {
+	if c.HiddenSize%c.NumAttentionHeads != 0 {
+		return fmt.Errorf("embedding_length %d is not a multiple of head_count %d", c.HiddenSize, c.NumAttentionHeads)
+	}
+	return ggufFullRope(f, arch, c.HiddenSize/c.NumAttentionHeads)
+}
+
+// ggufQwen3Config: an explicit head dim (key_length), q/k norms.
+func ggufQwen3Config(f *gguf.File, arch string, c *Config) error {
+	hd, err := ggufHeadDim(f, arch, c)
+	if err != nil {
+		return err
+	}
+	c.HeadDim = &hd
+	if c.MaxPositionEmbeddings == nil {
+		return fmt.Errorf("GGUF metadata %s.context_length is missing", arch)
+	}
+	if c.RopeTheta == nil {
+		return fmt.Errorf("GGUF metadata %s.rope.freq_base is missing", arch)
+	}
+	return ggufFullRope(f, arch, hd)
+}
+
+// ggufGemma3Config follows what llama.cpp (src/llama-model.cpp) assumes for
+// gemma3, since the GGUF keys do not carry it: every 6th layer global
+// (unless attention.sliding_window_pattern says otherwise), local rope base
+// 10000, and queries scaled by 1/sqrt(key_length), except the 62-layer 27B
+// whose query_pre_attn_scalar is hidden/heads. The converter stores the
+// norms as 1 + weight (normsShifted).
+func ggufGemma3Config(f *gguf.File, arch string, c *Config) error {
+	hd, err := ggufHeadDim(f, arch, c)
+	if err != nil {
+		return err
+	}
+	c.HeadDim = &hd
+	if err := ggufFullRope(f, arch, hd); err != nil {
+		return err
+	}
+	window, err := ggufNum(f, arch, "attention.sliding_window")
+	if err != nil {
+		return err
+	}
+	c.SlidingWindow = &window
+	pattern := 6
+	if p, ok := f.Int(arch + ".attention.sliding_window_pattern"); ok && p > 0 && p <= maxLayers {
+		pattern = int(p)
+	}
+	c.SlidingWindowPattern = &pattern
+	local := 10000.0
+	c.RopeLocalBaseFreq = &local
+	scalar := float64(hd)
+	if c.NumHiddenLayers == 62 {
+		scalar = float64(c.HiddenSize / c.NumAttentionHeads)
+	}
+	c.QueryPreAttnScalar = &scalar
+	c.normsShifted = true
+	return nil
+}
+
+// ggufName maps a GGUF tensor name to a module path plus the parameter
+// (weight or bias), and the GGUF block tensor kind (attn_q …).
+func ggufName(a ggufArch, name string) (path, kind string, err error) {
+	base, param, ok := cutLast(name, ".")
+	if !ok || (param != "weight" && param != "bias") {
+		return "", "", fmt.Errorf("cannot map GGUF tensor %s to a %s module", name, a.modelType)
+	}
 	if p, ok := ggufTopNames[base]; ok {
-		return p, base, nil
+		return p + "." + param, base, nil
 	}
 	parts := strings.SplitN(base, ".", 3)
 	if len(parts) == 3 && parts[0] == "blk" {
-		if m, ok := ggufLayerNames[parts[2]]; ok {
-			return "model.layers." + parts[1] + "." + m, parts[2], nil
+		if m, ok := a.layer[parts[2]]; ok {
+			return "model.layers." + parts[1] + "." + m + "." + param, parts[2], nil
 		}
 	}
-	return "", "", fmt.Errorf("cannot map GGUF tensor %s to a llama module", base)
+	return "", "", fmt.Errorf("cannot map GGUF tensor %s to a %s module", name, a.modelType)
+}
+
+func cutLast(s, sep string) (string, string, bool) {
+	i := strings.LastIndex(s, sep)
+	if i < 0 {
+		return s, "", false
+	}
+	return s[:i], s[i+len(sep):], true
 }
 
 func loadGGUF(path string) (Model, error) {
@@ -117,32 +284,29 @@ func loadGGUF(path string) (Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot load GGUF model %s: %w", path, err)
 	}
+	arch := ggufArchs[f.Architecture()]
 	q := &Quantization{Mode: "affine", Modules: map[string]*mlx.Quant{}}
 	src := map[string]tensorSource{}
 	for _, ti := range f.Tensors {
-		base, ok := strings.CutSuffix(ti.Name, ".weight")
-		if !ok {
-			return nil, fmt.Errorf("cannot map GGUF tensor %s to a llama module", ti.Name)
-		}
-		mod, kind, err := ggufName(base)
+		name, kind, err := ggufName(arch, ti.Name)
 		if err != nil {
 			return nil, err
 		}
+		mod, param, _ := cutLast(name, ".")
 		heads := 0
-		switch kind {
-		case "attn_q":
-			heads = cfg.NumAttentionHeads
-		case "attn_k":
-			heads = cfg.kvHeads()
+		// llama.cpp permutes the q/k rows of llama-architecture files only
+		// (convert_hf_to_gguf.py LlamaModel); qwen and gemma are as in HF.
+		if f.Architecture() == "llama" && param == "weight" {
+			switch kind {
+			case "attn_q":
+				heads = cfg.NumAttentionHeads
+			case "attn_k":
+				heads = cfg.kvHeads()
+			}
 		}
 		lt := &lazyGGUF{f: f, name: ti.Name, heads: heads}
 		shape := ti.Shape()
-		switch ti.Type {
-		case gguf.Q4_0, gguf.Q4_1, gguf.Q8_0:
-			bits := 4
-			if ti.Type == gguf.Q8_0 {
-				bits = 8
-			}
+		if bits, ok := gguf.AffineBits(ti.Type); ok && param == "weight" {
 			if len(shape) != 2 || shape[1]%32 != 0 {
 				return nil, fmt.Errorf("GGUF tensor %s: quantized shape %v is not a matrix of whole blocks", ti.Name, shape)
 			}
@@ -150,19 +314,19 @@ func loadGGUF(path string) (Model, error) {
 			src[mod+".weight"] = tensorSource{shape: []int{shape[0], shape[1] * bits / 32}, load: lt.part(0)}
 			src[mod+".scales"] = tensorSource{shape: []int{shape[0], shape[1] / 32}, load: lt.part(1)}
 			src[mod+".biases"] = tensorSource{shape: []int{shape[0], shape[1] / 32}, load: lt.part(2)}
-		default:
-			src[mod+".weight"] = tensorSource{shape: shape, load: lt.part(0)}
+			continue
 		}
+		src[name] = tensorSource{shape: shape, load: lt.part(0)}
 	}
 	if len(q.Modules) == 0 {
 		q = nil
 	} else {
-		// The file type's scheme is the default; only modules stored
-		// otherwise (a Q8_0 token_embd in a Q4_1 file) stay listed, as the
-		// oracle's converted config.json lists them.
+		// The scheme of the first layer's q_proj is the default; only
+		// modules stored otherwise (a Q8_0 token_embd in a Q4_1 file) stay
+		// listed, as the oracle's converted config.json lists them.
 		q.GroupSize, q.Bits = 32, 4
-		if _, ok := q.Modules["model.layers.0.self_attn.q_proj"]; ok && q.Modules["model.layers.0.self_attn.q_proj"].Bits == 8 {
-			q.Bits = 8
+		if m := q.Modules["model.layers.0.self_attn.q_proj"]; m != nil {
+			q.Bits = m.Bits
 		}
 		for k, m := range q.Modules {
 			if m.GroupSize == q.GroupSize && m.Bits == q.Bits {
@@ -171,7 +335,7 @@ func loadGGUF(path string) (Model, error) {
 		}
 	}
 	cfg.Quantization = q
-	d, err := buildLlama(cfg, newWeightSet(src, q))
+	d, err := builders[cfg.ModelType](cfg, newWeightSet(src, q))
 	if err != nil {
 		return nil, fmt.Errorf("cannot load GGUF model %s: %w", path, err)
 	}
