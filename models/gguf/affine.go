@@ -207,3 +207,21 @@ func (a *Affine) scaleBias(g int) (s, b float32) {
 	return math.Float32frombits(binary.LittleEndian.Uint32(a.Scales[4*g:])),
 		math.Float32frombits(binary.LittleEndian.Uint32(a.Biases[4*g:]))
 }
+
+// WidenScales converts float16 scales and biases to float32, which holds
+// every float16 exactly: the values are unchanged, and MLX's quantized ops
+// then run in float32 (a model whose embedding is quantized takes its
+// activation dtype from these scales).
+func (a *Affine) WidenScales() {
+	if a.ScaleDType != Float16 {
+		return
+	}
+	widen := func(b []byte) []byte {
+		v := make([]float32, len(b)/2)
+		for i := range v {
+			v[i] = halfToFloat32(binary.LittleEndian.Uint16(b[2*i:]))
+		}
+		return float32Bytes(v)
+	}
+	a.Scales, a.Biases, a.ScaleDType = widen(a.Scales), widen(a.Biases), Float32
+}
