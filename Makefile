@@ -175,6 +175,7 @@ $(ORACLE)/cases/index.json: $(VENV)/.stamp $(DATA)/smollm2/SmolLM2-135M-Instruct
 	$(PY) models/testdata/oracle/make_tiny.py
 	$(PY) models/testdata/oracle/logits.py --suite
 	$(PY) models/testdata/oracle/smollm2_gguf.py
+	$(PY) models/testdata/oracle/tiny_gguf.py
 # A random-weight model of Llama-3.2-1B's shape (bf16 and 4-bit), for benchmarks only.
 oracle-big: $(ORACLE)/models/llama1b-q4g64/config.json
 $(ORACLE)/models/llama1b-q4g64/config.json: $(VENV)/.stamp $(DATA)/tokenizers/llama3_1/tokenizer.json
@@ -234,6 +235,14 @@ $(BENCH_VENV)/.stamp:
 bench-cpu: $(BENCH_VENV)/.stamp build native-install data-smollm2
 	$(BENCH_VENV)/bin/python models/testdata/oracle/bench_cpu.py --q4 $(DATA)/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf \
 	  --q8 $(CACHE)/bench/SmolLM2-135M-Instruct.Q8_0.gguf --rounds $(BENCH_ROUNDS) --prompt-tokens $(BENCH_PROMPT) --max-tokens $(BENCH_TOKENS) $(BENCH_CPU_ARGS)
+
+# llama.cpp's greedy text and top-5 logits on the Gemma 3 270M Q4_K_M GGUF (4 prompts x 32 steps), the
+# committed reference of models/gemma3_gguf_test.go (models/testdata/oracle/gemma3_llamacpp.py); then that test,
+# which prints mlxgo's agreement with it. Uses bench-cpu's llama-cpp-python venv.
+.PHONY: llamacpp-gemma3
+llamacpp-gemma3: $(BENCH_VENV)/.stamp data-gemma3 native-install
+	$(BENCH_VENV)/bin/python models/testdata/oracle/gemma3_llamacpp.py $(DATA)/gemma3-270m/$(GEMMA3_GGUF) models/testdata/llamacpp/gemma3-270m.json
+	set -o pipefail; MLXGO_REQUIRE_NATIVE=1 $(GO) test -count=1 -v -run 'TestGemma3GGUFAgainstLlamaCpp' ./models/ | grep -E 'greedy same|^(ok|FAIL|---)'
 
 # mlxgo serve against mlx_lm.server on the same model directory, each alone on the CPU in turn:
 # server start to ready, TTFT and decode tok/s at concurrency 1, aggregate tok/s at 4 and 16,

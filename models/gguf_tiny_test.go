@@ -1,0 +1,97 @@
+package models_test
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/mlxgo/mlxgo/internal/mlxtest"
+	"github.com/mlxgo/mlxgo/internal/testenv"
+	"github.com/mlxgo/mlxgo/models"
+)
+
+var tinyGGUFOnce sync.Once
+
+// tinyGGUF returns the GGUF form of an oracle tiny model, written by
+// models/testdata/oracle/tiny_gguf.py (make oracle) when absent.
+func tinyGGUF(t *testing.T, name string) (dir, file string) {
+	t.Helper()
+	dir = filepath.Join(oracleDir(), "models", name)
+	file = filepath.Join(oracleDir(), "gguf", name+".gguf")
+	if _, err := os.Stat(filepath.Join(dir, "config.json")); err != nil {
+		testenv.Missing(t, "oracle tiny model "+dir, "make oracle")
+	}
+	tinyGGUFOnce.Do(func() {
+		if _, err := os.Stat(file); err == nil {
+			return
+		}
+		cmd := exec.Command(testenv.Python(t), filepath.Join(testenv.RepoRoot(), "models", "testdata", "oracle", "tiny_gguf.py"))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("cannot write the tiny GGUF files: %v\n%s", err, out)
+		}
+	})
+	if _, err := os.Stat(file); err != nil {
+		testenv.Missing(t, "tiny GGUF "+file, "make oracle")
+	}
+	return dir, file
+}
+
+// TestGGUFArchitecturesEqualSafetensors loads each tiny float32 model twice,
+// from its safetensors directory (L1 with mlx-lm) and from the GGUF file
+// llama.cpp's converter would write for it (names, metadata, llama's rope
+// permutation, gemma's 1+w norms), and requires bit-identical logits over a
+// prefill longer than gemma3's sliding window and 8 decode steps. mlx-lm
+// 0.32.2 cannot load GGUF files of these architectures, so this is the
+// oracle for the GGUF mapping: the same model as the one mlx-lm runs.
+func TestGGUFArchitecturesEqualSafetensors(t *testing.T) {
+	for _, name := range []string{"llama-f32", "llama_tied-f32", "qwen2-f32", "qwen3-f32", "gemma3_text-f32"} {
+		t.Run(name, func(t *testing.T) {
+			dir, file := tinyGGUF(t, name)
+			mlxtest.Do(t, func() error {
+				st, err := models.Load(dir, models.LoadOptions{})
+				if err != nil {
+					return err
+				}
+				defer st.Close()
+				gg, err := models.Load(file, models.LoadOptions{})
+				if err != nil {
+					return err
+				}
+				defer gg.Close()
+				si, gi := st.Info(), gg.Info()
+				if si.ModelType != gi.ModelType || si.VocabSize != gi.VocabSize || si.NumLayers != gi.NumLayers ||
+					si.ContextLength != gi.ContextLength || si.Dtype != gi.Dtype || gi.Format != "gguf" {
+					return fmt.Errorf("info: safetensors %+v, gguf %+v", si, gi)
+				}
+				a, b := newStepper(st), newStepper(gg)
+				defer a.close()
+				defer b.close()
+				in := make([]int32, 24)
+				for i := range in {
+					in[i] = int32((i*37 + 11) % si.VocabSize)
+				}
+				for step := range 9 {
+					ra, err := a.step(in)
+					if err != nil {
+						return err
+					}
+					rb, err := b.step(in)
+					if err != nil {
+						return err
+					}
+					for i := range ra {
+						if math.Float32bits(ra[i]) != math.Float32bits(rb[i]) {
+							return fmt.Errorf("step %d: logit %d is %v from GGUF, %v from safetensors", step, i, rb[i], ra[i])
+						}
+					}
+					in = []int32{int32(argmax(ra))}
+				}
+				return nil
+			})
+		})
+	}
+}

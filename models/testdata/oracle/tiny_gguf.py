@@ -1,0 +1,107 @@
+"""The tiny seeded float32 models of make_tiny.py written as GGUF files the way
+llama.cpp's convert_hf_to_gguf.py writes them, for models/gguf_test.go: a GGUF
+load must give the same model (bit-identical logits) as the safetensors load of
+the same weights, which the L1 suite ties to mlx-lm.
+
+What the converter does and this script repeats (llama.cpp b6xxx, gguf==0.19.0):
+  - names: token_embd, output_norm, output, blk.N.{attn_norm, attn_q, attn_k,
+    attn_v, attn_output, ffn_norm, ffn_gate, ffn_up, ffn_down}; qwen3/gemma3
+    attn_q_norm/attn_k_norm; gemma3 post_attention_norm, ffn_norm (the
+    pre-feedforward norm), post_ffw_norm; qwen2 attn_{q,k,v}.bias;
+  - llama: q/k rows permuted for ggml's rope (LlamaModel.permute); qwen2,
+    qwen3 and gemma3: not permuted;
+  - gemma3: every *norm.weight stored as weight + 1 (Gemma3Model.modify_tensors);
+  - metadata {arch}.context_length, embedding_length, block_count,
+    feed_forward_length, attention.head_count(_kv), attention.key_length and
+    value_length (qwen3, gemma3), attention.layer_norm_rms_epsilon,
+    rope.freq_base, rope.scaling.type/factor, attention.sliding_window;
+    the tiny gemma3 has sliding_window_pattern 2, written as
+    gemma3.attention.sliding_window_pattern (llama.cpp's gemma3 converter omits
+    the key, and llama.cpp then assumes 6, as mlxgo does).
+
+Usage: tiny_gguf.py   (writes .cache/oracle/gguf/<model>.gguf)
+"""
+import json
+from pathlib import Path
+
+import gguf
+import numpy as np
+from safetensors.numpy import load_file
+
+REPO = Path(__file__).resolve().parents[3]
+MODELS = REPO / ".cache" / "oracle" / "models"
+OUT = REPO / ".cache" / "oracle" / "gguf"
+
+LAYER = {
+    "input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm",
+    "self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
+    "self_attn.o_proj": "attn_output", "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up",
+    "mlp.down_proj": "ffn_down", "self_attn.q_norm": "attn_q_norm", "self_attn.k_norm": "attn_k_norm",
+}
+GEMMA_LAYER = dict(LAYER, post_attention_layernorm="post_attention_norm",
+                   pre_feedforward_layernorm="ffn_norm", post_feedforward_layernorm="post_ffw_norm")
+TOP = {"model.embed_tokens": "token_embd", "model.norm": "output_norm", "lm_head": "output"}
+
+
+def permute(w, n_head, n_head_kv):
+    if n_head_kv is not None and n_head != n_head_kv:
+        n_head = n_head_kv
+    return w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+def convert(name):
+    src = MODELS / name
+    cfg = json.loads((src / "config.json").read_text())
+    mt = cfg["model_type"]
+    arch = {"gemma3_text": "gemma3"}.get(mt, mt)
+    layer = GEMMA_LAYER if arch == "gemma3" else LAYER
+    w = gguf.GGUFWriter(str(OUT / f"{name}.gguf"), arch)
+    w.add_context_length(cfg["max_position_embeddings"])
+    w.add_embedding_length(cfg["hidden_size"])
+    w.add_block_count(cfg["num_hidden_layers"])
+    w.add_feed_forward_length(cfg["intermediate_size"])
+    w.add_head_count(cfg["num_attention_heads"])
+    w.add_head_count_kv(cfg["num_key_value_heads"])
+    w.add_layer_norm_rms_eps(cfg["rms_norm_eps"])
+    w.add_rope_freq_base(cfg["rope_theta"])
+    w.add_vocab_size(cfg["vocab_size"])
+    if "head_dim" in cfg:
+        w.add_key_length(cfg["head_dim"])
+        w.add_value_length(cfg["head_dim"])
+    sc = cfg.get("rope_scaling")
+    if sc and sc.get("rope_type", sc.get("type")) == "linear":
+        w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
+        w.add_rope_scaling_factor(sc["factor"])
+    if arch == "gemma3":
+        w.add_sliding_window(cfg["sliding_window"])
+        w.add_uint32("gemma3.attention.sliding_window_pattern", cfg["sliding_window_pattern"])
+    w.add_eos_token_id(1)
+    tensors = load_file(str(src / "model.safetensors"))
+    for hf, t in sorted(tensors.items()):
+        base, param = hf.rsplit(".", 1)
+        if base in TOP:
+            g = TOP[base]
+        else:
+            _, _, n, rest = base.split(".", 3)
+            g = f"blk.{n}.{layer[rest]}"
+        t = t.astype(np.float32)
+        if arch == "llama" and param == "weight" and g.endswith(("attn_q", "attn_k")):
+            n_kv = cfg["num_key_value_heads"] if g.endswith("attn_k") else None
+            t = permute(t, cfg["num_attention_heads"], n_kv)
+        if arch == "gemma3" and base.endswith("norm"):
+            t = t + np.float32(1)
+        w.add_tensor(f"{g}.{param}", np.ascontiguousarray(t))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def main():
+    OUT.mkdir(parents=True, exist_ok=True)
+    for name in ["llama-f32", "llama_tied-f32", "qwen2-f32", "qwen3-f32", "gemma3_text-f32"]:
+        convert(name)
+
+
+if __name__ == "__main__":
+    main()
