@@ -188,7 +188,7 @@ func inspectConfig(e *lsEntry, dir string, has map[string]bool) {
 
 // ggufLoadable are the GGUF tensor types models.Load reads (models/gguf.go).
 var ggufLoadable = map[gguf.GGMLType]bool{gguf.F32: true, gguf.F16: true, gguf.BF16: true, gguf.Q8_0: true,
-	gguf.Q4_0: true, gguf.Q4_1: true, gguf.Q4_K: true, gguf.Q5_K: true, gguf.Q6_K: true}
+	gguf.Q4_0: true, gguf.Q4_1: true, gguf.Q5_0: true, gguf.Q5_1: true, gguf.Q4_K: true, gguf.Q5_K: true, gguf.Q6_K: true}
 
 func inspectGGUF(e *lsEntry, path string) {
 	f, err := gguf.Open(path)
@@ -214,7 +214,7 @@ func inspectGGUF(e *lsEntry, path string) {
 	if len(bytes) > 0 {
 		e.Quantization = top.String()
 	}
-	if e.Architecture == "llama" && loadable {
+	if slices.Contains(models.GGUFArchitectures(), e.Architecture) && loadable {
 		e.Supported = "yes"
 	}
 }
