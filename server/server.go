@@ -57,6 +57,9 @@ type Config struct {
 	Flags, GenerationConfig SamplingDefaults
 	// Now is the clock responses are stamped with (nil: time.Now).
 	Now func() time.Time
+	// ResponseStore is how many /v1/responses responses are kept for
+	// previous_response_id (0: 256; negative: none).
+	ResponseStore int
 }
 
 // Server is the HTTP API over one model.
@@ -67,6 +70,8 @@ type Server struct {
 	fpOnce  func() (string, error)
 	created int64
 	tmpl    templateCache
+	// responses are the stored /v1/responses answers (responses_store.go).
+	responses *responseStore
 }
 
 // New checks cfg and returns a server; call Serve to run it.
@@ -94,6 +99,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.ResponseStore == 0 {
+		cfg.ResponseStore = 256
+	}
 	for src, d := range map[string]SamplingDefaults{"the sampling flags": cfg.Flags, "generation_config.json": cfg.GenerationConfig} {
 		if err := d.Validate(src); err != nil {
 			return nil, fmt.Errorf("cannot start the server: %w", err)
@@ -103,7 +111,8 @@ func New(cfg Config) (*Server, error) {
 	if fp == nil {
 		fp = func() (string, error) { return "", errors.New("no artifact fingerprint") }
 	}
-	s := &Server{cfg: cfg, m: newMetrics(), fpOnce: sync.OnceValues(fp), created: cfg.Now().Unix()}
+	s := &Server{cfg: cfg, m: newMetrics(), fpOnce: sync.OnceValues(fp), created: cfg.Now().Unix(),
+		responses: newResponseStore(cfg.ResponseStore)}
 	s.eng = newEngine(cfg.Model.Runner, cfg.MaxQueue, s.m)
 	return s, nil
 }
@@ -178,6 +187,8 @@ func (s *Server) Handler() http.Handler {
 	route(http.MethodPost, "/completions", s.handleCompletion)
 	route(http.MethodPost, "/v1/messages", s.handleMessages)
 	route(http.MethodPost, "/v1/messages/count_tokens", s.handleCountTokens)
+	route(http.MethodPost, "/v1/responses", s.handleResponses)
+	route(http.MethodGet, "/v1/responses/{id}", s.handleResponse)
 	route(http.MethodPost, "/v1/embeddings", s.handleEmbeddings)
 	route(http.MethodGet, "/v1/models", s.handleModels)
 	route(http.MethodGet, "/v1/models/{id...}", s.handleModel)

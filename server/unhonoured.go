@@ -50,7 +50,10 @@ var unhonoured = map[string]unhonouredField{
 
 // refuseUnhonoured is the 400 for the first (by name) field of body that
 // mlxgo knows and cannot honour.
-func refuseUnhonoured(data []byte) error {
+func refuseUnhonoured(data []byte) error { return refuseFields(data, unhonoured) }
+
+// refuseFields is refuseUnhonoured over one API's table of fields.
+func refuseFields(data []byte, unhonoured map[string]unhonouredField) error {
 	var body map[string]json.RawMessage
 	if json.Unmarshal(data, &body) != nil {
 		return nil // the typed decode reports the syntax error
