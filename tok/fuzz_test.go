@@ -3,6 +3,7 @@ package tok
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -112,4 +113,68 @@ func FuzzLoadJSON(f *testing.F) {
 			}
 		}
 	})
+}
+
+// FuzzGemma3GGUFMatchesJSON: Gemma 3's tokenizer built from GGUF metadata
+// (SentencePiece merges by score) gives the ids and text of the one built
+// from Gemma 3's tokenizer.json, for any input without a literal "▁"
+// (U+2581). The GGUF stores Gemma's whitespace-run tokens ("▁▁" in
+// tokenizer.json) as spaces, so text that already holds "▁" tokenizes as
+// llama.cpp does it instead (TestGemma3GGUFLiteralMetaspace).
+func FuzzGemma3GGUFMatchesJSON(f *testing.F) {
+	for _, s := range fuzzSeeds {
+		f.Add(s)
+	}
+	f.Add("<start_of_turn>user\nHi<end_of_turn>\n<start_of_turn>model\n")
+	f.Add("  \t\n\n   x   <unused3>[multimodal]<0x41>")
+	gg, err := Load(testenv.DataFile(f, "gemma3-270m/gemma-3-270m-q4_k_m.gguf"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	js, err := Load(filepath.Dir(testenv.DataFile(f, "tokenizers/gemma3/tokenizer.json")))
+	if err != nil {
+		f.Fatal(err)
+	}
+	js.Truncation, js.Padding = nil, nil
+	f.Fuzz(func(t *testing.T, s string) {
+		if strings.Contains(s, "▁") {
+			return
+		}
+		a, err1 := gg.Encode(s, true)
+		b, err2 := js.Encode(s, true)
+		if err1 != nil || err2 != nil {
+			t.Fatalf("gguf: %v, tokenizer.json: %v", err1, err2)
+		}
+		if !slices.Equal(a, b) {
+			t.Fatalf("Encode(%q): gguf %v, tokenizer.json %v", s, a, b)
+		}
+		if da, db := gg.Decode(a, false), js.Decode(b, false); da != db {
+			t.Fatalf("Decode: gguf %q, tokenizer.json %q", da, db)
+		}
+	})
+}
+
+// TestGemma3GGUFLiteralMetaspace pins the GGUF tokenizer to llama.cpp's ids
+// (llama-cpp-python 0.3.36, tokenize(add_bos=True, special=True)) on text
+// holding "▁" itself, where tokenizer.json differs (it matches "▁▁" as an
+// added token: "x  ▁▁ y" is x ▁▁ ▁▁ ▁y there).
+func TestGemma3GGUFLiteralMetaspace(t *testing.T) {
+	gg, err := Load(testenv.DataFile(t, "gemma3-270m/gemma-3-270m-q4_k_m.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		text string
+		ids  []int32
+	}{
+		{"x  ▁▁ y", []int32{2, 236781, 138, 236743, 236743, 570}},
+		{"x ▁ y", []int32{2, 236781, 236743, 236743, 570}},
+		{"x▁▁y", []int32{2, 236781, 236743, 570}},
+		{"  \t\n\n   x  ▁▁ <unused3>[multimodal]<0x41>", []int32{2, 138, 255968, 108, 139, 236781, 138, 236743, 236743, 236743, 9, 5, 236820, 236771, 236781, 236812, 236770, 236813}},
+	} {
+		got, err := gg.Encode(tc.text, true)
+		if err != nil || !slices.Equal(got, tc.ids) {
+			t.Errorf("Encode(%q) = %v, %v; llama.cpp %v", tc.text, got, err, tc.ids)
+		}
+	}
 }
