@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/mlxgo/mlxgo/gen"
-	"github.com/mlxgo/mlxgo/kv"
 	"github.com/mlxgo/mlxgo/mlx"
 	"github.com/mlxgo/mlxgo/models"
 	"github.com/mlxgo/mlxgo/tok"
@@ -56,11 +55,7 @@ Flags:
 	                          mlx-lm's sampler after mx.random.seed(N)
 	--stop TEXT               stop before TEXT; repeatable; TEXT is never printed
 	--ignore-eos              keep going past end-of-sequence tokens
-	--kv-bits 4|8             quantize the KV cache from --quantized-kv-start
-	--kv-group-size N         KV quantization group size (default 64)
-	--quantized-kv-start N    cache length at which --kv-bits starts (default 5000)
-	--max-kv-size N           keep at most N tokens of KV (rotating, keeps 4)
-	--prefill-step N          prompt tokens per prefill call (default 2048)
+` + kvUsage + `	--prefill-step N          prompt tokens per prefill call (default 2048)
 	--verbose                 print the model and the figures to stderr:
 	                          prompt tokens and prefill tok/s, generated
 	                          tokens and decode tok/s, peak memory
@@ -109,8 +104,8 @@ type generateFlags struct {
 	seed                          optionalUint
 	stops                         stringList
 	ignoreEOS                     bool
-	kvBits, kvGroup, kvStart      int
-	maxKV, prefillStep            int
+	kv                            kvFlags
+	prefillStep                   int
 	verbose, jsonStats            bool
 	rt                            runtimeFlags
 }
@@ -139,10 +134,7 @@ func (c *generateCommand) parse(args []string) (*generateFlags, error) {
 	fs.Var(&f.seed, "seed", "")
 	fs.Var(&f.stops, "stop", "")
 	fs.BoolVar(&f.ignoreEOS, "ignore-eos", false, "")
-	fs.IntVar(&f.kvBits, "kv-bits", 0, "")
-	fs.IntVar(&f.kvGroup, "kv-group-size", kv.DefaultKVGroupSize, "")
-	fs.IntVar(&f.kvStart, "quantized-kv-start", kv.DefaultQuantizedKVStart, "")
-	fs.IntVar(&f.maxKV, "max-kv-size", 0, "")
+	f.kv.register(fs.FlagSet)
 	fs.IntVar(&f.prefillStep, "prefill-step", gen.DefaultPrefillStepSize, "")
 	fs.BoolVar(&f.verbose, "verbose", false, "")
 	fs.BoolVar(&f.jsonStats, "json-stats", false, "")
@@ -154,17 +146,16 @@ func (c *generateCommand) parse(args []string) (*generateFlags, error) {
 		return nil, err
 	}
 	fs.Visit(func(fl *flag.Flag) { f.promptSet = f.promptSet || fl.Name == "p" || fl.Name == "prompt" })
+	if err := f.kv.check(fs.FlagSet); err != nil {
+		return nil, err
+	}
 	switch {
 	case fs.NArg() > 0:
 		return nil, usagef("unexpected argument %q (the prompt goes in -p or on stdin)", fs.Arg(0))
 	case f.maxTokens < 0:
 		return nil, usagef("--max-tokens must be 0 or more")
-	case f.kvBits != 0 && f.kvBits != 4 && f.kvBits != 8:
-		return nil, usagef("--kv-bits must be 4 or 8")
-	case f.kvGroup <= 0 || f.kvStart < 0 || f.maxKV < 0 || f.prefillStep <= 0 || f.repContext <= 0:
-		return nil, usagef("--kv-group-size, --prefill-step and --repetition-context must be positive; --quantized-kv-start and --max-kv-size must not be negative")
-	case f.kvBits != 0 && f.maxKV > 0:
-		return nil, usagef("--kv-bits cannot be combined with --max-kv-size (a rotating cache cannot be quantized)")
+	case f.prefillStep <= 0 || f.repContext <= 0:
+		return nil, usagef("--prefill-step and --repetition-context must be positive")
 	case f.raw && (f.system != "" || f.noThink || f.kwargs != ""):
 		return nil, usagef("--system, --no-think and --template-kwargs need the chat template; drop --raw")
 	case f.repPenalty < 0:

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/mlxgo/mlxgo/gen"
-	"github.com/mlxgo/mlxgo/kv"
 	"github.com/mlxgo/mlxgo/mlx"
 	"github.com/mlxgo/mlxgo/models"
 	"github.com/mlxgo/mlxgo/tok"
@@ -44,8 +43,8 @@ func (r *generateRun) run(ctx context.Context, model models.Model, t *tok.Tokeni
 			RepetitionPenalty: r.f.repPenalty, RepetitionContextSize: r.f.repContext,
 		},
 		PrefillStepSize:  r.f.prefillStep,
-		KV:               kv.Options{MaxKVSize: r.f.maxKV, KVBits: r.f.kvBits, KVGroupSize: r.f.kvGroup},
-		QuantizedKVStart: r.f.kvStart,
+		KV:               r.f.kv.options(),
+		QuantizedKVStart: r.f.kv.start,
 		ContextLength:    info.ContextLength,
 		VocabSize:        info.VocabSize,
 	}

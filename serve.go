@@ -59,6 +59,12 @@ Flags:
 	                          x_mlxgo.sampling_from says which applied.
 	--prompt-cache-bytes N    KV bytes the prompt cache keeps (default 536870912;
 	                          0 turns it off)
+` + kvUsage + `	                          A kv_config.json beside the weights (optiq's
+	                          per-layer format) quantizes the layers it lists
+	                          unless --kv-bits is given; quantized KV needs
+	                          --batch 1
+	--response-store N        /v1/responses answers kept for
+	                          previous_response_id (default 256; 0: none)
 	--api-key KEY             require "Authorization: Bearer KEY" (default: none;
 	                          $MLXGO_API_KEY is read when the flag is absent)
 	--cors ORIGIN             allow browsers from ORIGIN ("*" for any)
@@ -83,6 +89,8 @@ type serveFlags struct {
 	embedModel                string
 	port, batch, maxTokens    int
 	maxQueue, cacheBytes      int
+	responseStore             int
+	kv                        kvFlags
 	timeout, grace            time.Duration
 	rt                        runtimeFlags
 	sampling                  server.SamplingDefaults // the sampling flags given
@@ -106,6 +114,8 @@ func (c *serveCommand) parse(args []string) (*serveFlags, error) {
 	fs.Float64Var(&minP, "min-p", 0, "")
 	fs.IntVar(&topK, "top-k", 0, "")
 	fs.IntVar(&f.cacheBytes, "prompt-cache-bytes", 512<<20, "")
+	f.kv.register(fs.FlagSet)
+	fs.IntVar(&f.responseStore, "response-store", 256, "")
 	fs.StringVar(&f.apiKey, "api-key", os.Getenv("MLXGO_API_KEY"), "")
 	fs.StringVar(&f.cors, "cors", "", "")
 	fs.IntVar(&f.maxQueue, "max-queue", 64, "")
@@ -137,6 +147,9 @@ func (c *serveCommand) parse(args []string) (*serveFlags, error) {
 	if err := f.sampling.Validate("serve"); err != nil {
 		return nil, usageError{err.Error()}
 	}
+	if err := f.kv.check(fs.FlagSet); err != nil {
+		return nil, err
+	}
 	switch {
 	case fs.NArg() > 0:
 		return nil, usagef("unexpected argument %q", fs.Arg(0))
@@ -146,8 +159,10 @@ func (c *serveCommand) parse(args []string) (*serveFlags, error) {
 		return nil, usagef("--batch must be at least 1")
 	case f.maxTokens < 1 || f.maxQueue < 1:
 		return nil, usagef("--max-tokens and --max-queue must be at least 1")
-	case f.cacheBytes < 0 || f.timeout < 0 || f.grace <= 0:
-		return nil, usagef("--prompt-cache-bytes and --request-timeout must not be negative; --shutdown-grace must be positive")
+	case f.cacheBytes < 0 || f.timeout < 0 || f.grace <= 0 || f.responseStore < 0:
+		return nil, usagef("--prompt-cache-bytes, --request-timeout and --response-store must not be negative; --shutdown-grace must be positive")
+	case f.kv.bits > 0 && f.batch > 1:
+		return nil, usagef("--kv-bits cannot be combined with --batch %d: continuous batching does not quantize rows; use --batch 1", f.batch)
 	}
 	return f, nil
 }
@@ -198,6 +213,9 @@ func (c *serveCommand) Run(ctx context.Context, args []string) error {
 	defer mlx.Do(model.Close)
 	id := strings.TrimSuffix(filepath.Base(path), ".gguf")
 	sm := server.NewMLXModel(model, t, id, "mlxgo "+Version, f.cacheBytes)
+	if sm, err = c.withKV(f, path, sm); err != nil {
+		return err
+	}
 	if f.batch > 1 {
 		if sm, err = server.WithBatch(sm, f.batch); err != nil {
 			return err
@@ -211,12 +229,17 @@ func (c *serveCommand) Run(ctx context.Context, args []string) error {
 
 // listen serves model (and emb when not nil) with the flags' limits.
 func (c *serveCommand) listen(ctx context.Context, f *serveFlags, model server.Model, emb *server.Embeddings, id string, genCfg server.SamplingDefaults) error {
+	responseStore := f.responseStore
+	if responseStore == 0 {
+		responseStore = -1 // the flag's 0 keeps none; Config's 0 is the default
+	}
 	srv, err := server.New(server.Config{
 		Model: model, Embeddings: emb,
 		MaxTokens: 512, // mlx_lm.server's --max-tokens default, below the flag and generation_config.json
 		Flags:     f.sampling, GenerationConfig: genCfg,
 		APIKey: f.apiKey, CORSOrigin: f.cors, MaxQueue: f.maxQueue,
 		RequestTimeout: f.timeout, ShutdownGrace: f.grace,
+		ResponseStore: responseStore,
 	})
 	if err != nil {
 		return err
@@ -228,6 +251,27 @@ func (c *serveCommand) listen(ctx context.Context, f *serveFlags, model server.M
 	return srv.Serve(ctx, ln, func(url string) {
 		fmt.Fprintf(c.m.Stderr, "mlxgo: serving %s on %s\n", id, url)
 	})
+}
+
+// withKV applies the KV flags, or else the model's kv_config.json.
+func (c *serveCommand) withKV(f *serveFlags, path string, sm server.Model) (server.Model, error) {
+	o := f.kv.options()
+	if !f.kv.bitsSet {
+		layers, err := server.ReadKVConfig(path)
+		if err != nil {
+			return sm, err
+		}
+		if layers != nil {
+			o.Layers = layers
+			fmt.Fprintf(c.m.Stderr, "mlxgo: kv cache quantized per layer by %s (%d layers listed; --kv-bits overrides it)\n", server.KVConfigFile, len(layers))
+		}
+	} else if layers, _ := server.ReadKVConfig(path); layers != nil {
+		fmt.Fprintf(c.m.Stderr, "mlxgo: warning: --kv-bits %d replaces the model's %s\n", f.kv.bits, server.KVConfigFile)
+	}
+	if len(o.Layers) > 0 && f.kv.maxKV > 0 {
+		return sm, usagef("--max-kv-size cannot be combined with the model's %s (a rotating cache cannot be quantized); give --kv-bits 0 to ignore the file", server.KVConfigFile)
+	}
+	return server.WithKV(sm, o, f.kv.start)
 }
 
 // isEmbeddingModel: a sentence-transformers directory lists its modules.

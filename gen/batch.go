@@ -120,7 +120,7 @@ func (b *Batch) Add(r Row) error {
 	switch {
 	case len(r.PrefixTokens) > 0 && len(r.PrefixTokens) != prefix:
 		return fmt.Errorf("cannot add the row: %d prefix tokens for caches holding %d", len(r.PrefixTokens), prefix)
-	case o.KV.KVBits > 0:
+	case o.KV.KVBits > 0 || len(o.KV.Layers) > 0:
 		return errors.New("cannot batch a row with a quantized kv cache: KV bits must be 0")
 	}
 	l, maxTokens, err := newLoop(b.m, o, len(r.Prompt), prefix+len(r.Prompt))

@@ -371,6 +371,9 @@ func (l *loop) forward(tokens *mlx.Array) *mlx.Array {
 }
 
 func (l *loop) maybeQuantize() error {
+	if len(l.o.KV.Layers) > 0 {
+		return kv.MaybeQuantizeLayers(l.caches, l.o.QuantizedKVStart, l.o.KV.Layers)
+	}
 	if l.o.KV.KVBits == 0 {
 		return nil
 	}

@@ -27,7 +27,15 @@ type Options struct {
 	KVBits int
 	// KVGroupSize is the quantization group along the head dimension (64).
 	KVGroupSize int
+	// Layers, when set, quantizes per layer instead (serve's kv_config.json,
+	// as optiq's mixed-precision KV reads it): a layer listed gets its own
+	// bits and group size from QuantizedKVStart, a layer absent is kept in
+	// the activation dtype; KVBits and KVGroupSize are not read.
+	Layers map[int]LayerQuant
 }
+
+// LayerQuant is one layer's KV quantization.
+type LayerQuant struct{ Bits, GroupSize int }
 
 // DefaultKVGroupSize is mlx_lm.generate's --kv-group-size default.
 const DefaultKVGroupSize = 64
@@ -101,18 +109,41 @@ func MaybeQuantize(caches []Cache, start, groupSize, bits int) error {
 		return nil
 	}
 	for i, c := range caches {
-		if c.Offset() < start {
+		if c.Offset() >= start {
+			if err := quantizeLayer(caches, i, groupSize, bits); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// quantizeLayer replaces a plain KV cache by its quantized form.
+func quantizeLayer(caches []Cache, i, groupSize, bits int) error {
+	switch cc := caches[i].(type) {
+	case *KVCache:
+		q, err := cc.ToQuantized(groupSize, bits)
+		if err != nil {
+			return fmt.Errorf("cannot quantize the kv cache of layer %d: %w", i, err)
+		}
+		caches[i] = q
+	case *Rotating:
+		return fmt.Errorf("cannot quantize the kv cache of layer %d: rotating caches (sliding window or max kv size) cannot be quantized", i)
+	}
+	return nil
+}
+
+// MaybeQuantizeLayers is MaybeQuantize with per-layer bits and group
+// sizes: only the layers in layers are quantized (optiq's
+// patched_maybe_quantize).
+func MaybeQuantizeLayers(caches []Cache, start int, layers map[int]LayerQuant) error {
+	for i, c := range caches {
+		lq, ok := layers[i]
+		if !ok || c.Offset() < start {
 			continue
 		}
-		switch cc := c.(type) {
-		case *KVCache:
-			q, err := cc.ToQuantized(groupSize, bits)
-			if err != nil {
-				return fmt.Errorf("cannot quantize the kv cache of layer %d: %w", i, err)
-			}
-			caches[i] = q
-		case *Rotating:
-			return fmt.Errorf("cannot quantize the kv cache of layer %d: rotating caches (sliding window or max kv size) cannot be quantized", i)
+		if err := quantizeLayer(caches, i, lq.GroupSize, lq.Bits); err != nil {
+			return err
 		}
 	}
 	return nil

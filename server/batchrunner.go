@@ -23,10 +23,13 @@ func WithBatch(m Model, rows int) (Model, error) {
 	if !ok {
 		return m, fmt.Errorf("cannot batch %s: its runner (%T) is not an MLX runner", m.ID, m.Runner)
 	}
+	if rows > 1 && (r.KV.KVBits > 0 || len(r.KV.Layers) > 0) {
+		return m, errBatchQuantizedKV(m.ID, rows)
+	}
 	if _, ok := r.Model.(gen.RowModel); !ok && rows > 1 {
 		return m, fmt.Errorf("cannot batch %s: the model cannot decode rows together", m.ID)
 	}
-	m.Runner = &MLXRunner{Model: r.Model, Cache: r.Cache, BatchRows: rows}
+	m.Runner = &MLXRunner{Model: r.Model, Cache: r.Cache, BatchRows: rows, KV: r.KV, QuantizedKVStart: r.QuantizedKVStart}
 	return m, nil
 }
 
@@ -50,6 +53,7 @@ func (r *MLXRunner) Add(ctx context.Context, prompt []int32, o gen.Options, seed
 		if r.Cache != nil {
 			caches, res.CachedTokens = r.Cache.take(prompt)
 		}
+		o.KV, o.QuantizedKVStart = r.KV, r.QuantizedKVStart
 		// o.ContextLength stays whole: gen.Batch counts the tokens the
 		// caches hold against it, as gen.Generate does.
 		var out []int32

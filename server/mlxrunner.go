@@ -21,6 +21,11 @@ type MLXRunner struct {
 	Model     models.Model
 	Cache     *PromptCache // nil: no prompt cache
 	BatchRows int          // the most rows decoded together; <= 1: serial
+	// KV and QuantizedKVStart are the caches every execution gets and
+	// where their quantization starts (WithKV); the zero value is the
+	// model's own caches, never quantized.
+	KV               kv.Options
+	QuantizedKVStart int
 
 	// The batch and its counts, used on the engine goroutine only.
 	batch          *gen.Batch
@@ -38,6 +43,7 @@ func (r *MLXRunner) Run(ctx context.Context, prompt []int32, o gen.Options, seed
 		if r.Cache != nil {
 			caches, res.CachedTokens = r.Cache.take(prompt)
 		}
+		o.KV, o.QuantizedKVStart = r.KV, r.QuantizedKVStart
 		if caches == nil {
 			caches, res.CachedTokens = r.Model.NewCaches(o.KV), 0
 		}
