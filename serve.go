@@ -24,7 +24,8 @@ Serves an OpenAI-compatible HTTP API over one model until SIGINT or
 SIGTERM: POST /v1/chat/completions and /v1/completions (streaming or not;
 also without /v1, as mlx_lm.server serves them), POST /v1/embeddings with
 --embed-model, GET /v1/models and /v1/models/ID, /health and /metrics
-(Prometheus); and Anthropic's POST /v1/messages and
+(Prometheus); OpenAI's Responses API, POST /v1/responses and GET
+/v1/responses/ID; and Anthropic's POST /v1/messages and
 /v1/messages/count_tokens. One line with the URL
 goes to stderr once the server accepts. On a signal it stops accepting,
 lets running requests finish within the grace period, and exits 0.

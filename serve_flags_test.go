@@ -35,3 +35,34 @@ func TestServeSamplingFlags(t *testing.T) {
 		t.Errorf("--top-p 1.5: %v, want a usage error naming top_p", err)
 	}
 }
+
+// TestServeKVFlags: serve takes generate's KV flags with generate's checks,
+// refuses --kv-bits with --batch > 1 before loading anything, and keeps
+// --response-store's count.
+func TestServeKVFlags(t *testing.T) {
+	c := &serveCommand{m: &Main{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard}}
+	f, err := c.parse([]string{"--kv-bits", "8", "--kv-group-size", "32", "--quantized-kv-start", "0", "--response-store", "16"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := f.kv.options(); o.KVBits != 8 || o.KVGroupSize != 32 || f.kv.start != 0 || !f.kv.bitsSet || f.responseStore != 16 {
+		t.Errorf("kv flags %+v, response store %d", f.kv, f.responseStore)
+	}
+	if f, err = c.parse(nil); err != nil || f.kv.bitsSet || f.kv.start != 5000 || f.kv.group != 64 || f.responseStore != 256 {
+		t.Errorf("defaults: %+v %d %v", f.kv, f.responseStore, err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--kv-bits", "3"}, "--kv-bits must be 4 or 8"},
+		{[]string{"--kv-bits", "4", "--max-kv-size", "512"}, "--kv-bits cannot be combined with --max-kv-size"},
+		{[]string{"--kv-bits", "8", "--batch", "4"}, "--kv-bits cannot be combined with --batch 4"},
+		{[]string{"--quantized-kv-start", "-1"}, "--quantized-kv-start"},
+		{[]string{"--response-store", "-1"}, "--response-store"},
+	} {
+		if _, err := c.parse(tc.args); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want a usage error naming %q", tc.args, err, tc.want)
+		}
+	}
+}
