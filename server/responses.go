@@ -305,7 +305,7 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	rs, jobs, ok := s.start(w, r, p, writeOpenAIError)
+	rs, jobs, ok := s.start(w, r, p, writeResponsesError)
 	if !ok {
 		return
 	}
@@ -335,6 +335,17 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 	body := ro.object("completed")
 	s.keep(ro, body)
 	writeJSON(w, http.StatusOK, body)
+}
+
+// writeResponsesError is writeError naming input where the chat path
+// names messages (a prompt over the context, a template that refuses it).
+func writeResponsesError(w http.ResponseWriter, err error) {
+	if ae := statusOf(err); ae.param == "messages" {
+		e := *ae
+		e.param = "input"
+		err = &e
+	}
+	writeError(w, err)
 }
 
 // handleResponse is GET /v1/responses/{id}: a stored response object.

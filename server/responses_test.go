@@ -232,6 +232,7 @@ func TestResponsesIncompleteAndErrors(t *testing.T) {
 		{"bad role", `{"model":"m","input":[{"role":"tool","content":"x"}]}`, "input[0].role"},
 		{"unknown item", `{"model":"m","input":[{"type":"item_reference","id":"x"}]}`, "input[0].type"},
 		{"unknown previous", `{"model":"m","input":"hi","previous_response_id":"resp_nope"}`, "previous_response_id"},
+		{"over context", `{"model":"m","input":"hi","max_output_tokens":1000}`, "input"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			status, _, b := post(t, url+"/v1/responses", tc.body)
