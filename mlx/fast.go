@@ -64,3 +64,12 @@ func GeluApprox(x *Array) *Array {
 	hx := c.in(x)
 	return c.do(func(out *uintptr) int32 { return fn.geluApprox(hx, out) })
 }
+
+// SwiGLU is mlx-lm's swiglu, nn.silu(gate) * x: multiply(multiply(gate,
+// sigmoid(gate)), x). With mlxgo's CPU kernels on float32 it is one node
+// doing those float operations per element; otherwise MLX's three ops.
+func SwiGLU(gate, x *Array) *Array {
+	c := begin("swiglu")
+	hg, hx := c.in(gate), c.in(x)
+	return c.do(func(out *uintptr) int32 { return fn.swiglu(hg, hx, out) })
+}

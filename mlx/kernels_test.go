@@ -459,3 +459,40 @@ func TestCPUKernelHelpers(t *testing.T) {
 		})
 	}
 }
+
+// TestCPUKernelsSwiGLU compares the one-node silu(g)·u with MLX's
+// multiply(multiply(g, sigmoid(g)), u), bit for bit, on contiguous inputs
+// and on views (a transposed and a broadcast operand), large enough to
+// spread over the pool, with NaN, Inf, ±0 and denormals among them; other
+// dtypes keep MLX's ops and are compared too.
+func TestCPUKernelsSwiGLU(t *testing.T) {
+	mlxtest.Need(t)
+	isaList := runnableISAs(t)
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, dt := range floatDtypes {
+		for _, shape := range [][]int{{1, 1, 1536}, {1, 7, 33}, {3, 5000}, {64, 1536}, {1}} {
+			n := 1
+			for _, d := range shape {
+				n *= d
+			}
+			g := randomFloats(r, n, 12, 0.02)
+			u := randomFloats(r, n, 3, 0.02)
+			t.Run(fmt.Sprintf("%s/%v", dt, shape), func(t *testing.T) {
+				compareKernels(t, isaList, func() (*mlx.Array, error) {
+					y := mlx.SwiGLU(floatsAs(g, dt, shape...), floatsAs(u, dt, shape...))
+					return y, y.Err()
+				})
+			})
+		}
+	}
+	t.Run("views", func(t *testing.T) {
+		g := randomFloats(r, 40*37, 12, 0.02)
+		u := randomFloats(r, 37, 3, 0.02)
+		compareKernels(t, isaList, func() (*mlx.Array, error) {
+			gt := mlx.Transpose(mlx.FromSlice(g, 40, 37), 1, 0)                     // [37, 40], strided
+			ub := mlx.BroadcastTo(mlx.Reshape(mlx.FromSlice(u, 37), 37, 1), 37, 40) // stride 0
+			y := mlx.SwiGLU(gt, ub)
+			return y, y.Err()
+		})
+	})
+}

@@ -84,6 +84,7 @@ var fn struct {
 	gatherMM        func(a, b, lhs, rhs uintptr, sorted int32, out *uintptr) int32
 
 	geluApprox  func(x uintptr, out *uintptr) int32
+	swiglu      func(gate, x uintptr, out *uintptr) int32
 	rmsNorm     func(x, w uintptr, eps *float32, out *uintptr) int32
 	layerNorm   func(x, w, b uintptr, eps *float32, out *uintptr) int32
 	rope        func(x uintptr, dims, traditional, hasBase int32, base, scale *float32, offset int32, freqs uintptr, out *uintptr) int32
@@ -217,6 +218,7 @@ func symbols() []symbol {
 		{"mlxgo_gather_mm", &fn.gatherMM},
 
 		{"mlxgo_gelu_approx", &fn.geluApprox},
+		{"mlxgo_swiglu", &fn.swiglu},
 		{"mlxgo_fast_rms_norm", &fn.rmsNorm},
 		{"mlxgo_fast_layer_norm", &fn.layerNorm},
 		{"mlxgo_fast_rope", &fn.rope},

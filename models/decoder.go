@@ -86,7 +86,7 @@ func (m *mlp) apply(x *mlx.Array) *mlx.Array {
 	if m.gelu {
 		h = mlx.Multiply(mlx.GeluApprox(g), u)
 	} else {
-		h = mlx.Multiply(mlx.Multiply(g, mlx.Sigmoid(g)), u) // nn.silu(gate) * x
+		h = mlx.SwiGLU(g, u)
 	}
 	return m.down.apply(h)
 }

@@ -39,7 +39,7 @@ type oracleCase struct {
 	// FailedCall (1-based); the fixture then holds the prompt alone.
 	Unsupported string `json:"unsupported"`
 	FailedCall  int    `json:"failed_call"`
-	Calls            []struct {
+	Calls       []struct {
 		Tokens int      `json:"tokens"`
 		Offset int      `json:"offset"`
 		Caches []string `json:"caches"`

@@ -53,4 +53,13 @@ int mlxgo_gelu_approx(mlxgo_array x, mlxgo_array* out) {
   MLXGO_END
 }
 
+// mlx-lm's swiglu, nn.silu(gate) * x, also compiled there: on the GPU the op
+// graph gave the compiled function's bits in every L1 case, so it runs as
+// ops; on the CPU mlxgo's kernels make it one node (fused.cpp).
+int mlxgo_swiglu(mlxgo_array gate, mlxgo_array x, mlxgo_array* out) {
+  MLXGO_BEGIN
+  put(out, mlxgo::cpu::silu_mul(arr(gate, "gate"), arr(x, "x")));
+  MLXGO_END
+}
+
 }  // extern "C"

@@ -54,6 +54,8 @@ bool on() { return g_mode.load(std::memory_order_relaxed) == 1; }
 
 bool kernels_on() { return on(); }
 
+const Isa* active_isa() { return isa(); }
+
 namespace {
 
 std::optional<Dt> dt_of(mx::Dtype d) {

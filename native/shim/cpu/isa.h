@@ -108,6 +108,8 @@ struct Isa {
   // place: s holds exact floats of dtype dt values, and gets back exact
   // floats of the dtype dt probabilities.
   void (*softmax_rows)(Dt dt, float* s, int rows, int n, long ld);
+  // silu(g)·u over n float32 values, as MLX's Sigmoid and two multiplies.
+  void (*silu_mul)(const float* g, const float* u, float* out, size_t n);
   // Self-test hooks: the dtype roundings and conversions over n floats, and
   // MLX's simd::exp.
   void (*round)(Dt dt, const float* in, float* out, size_t n);
