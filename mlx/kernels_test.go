@@ -350,6 +350,8 @@ func TestCPUKernelsAttention(t *testing.T) {
 			{1, 9, 3, 1, 37, 64, "", false}, {1, 4, 4, 5, 5, 16, "causal", false}, {2, 6, 2, 7, 19, 32, "causal", false},
 			{1, 8, 2, 3, 11, 8, "bool", false}, {1, 2, 1, 4, 9, 24, "additive", false}, {1, 4, 2, 2, 6, 16, "", true},
 			{1, 4, 4, 33, 33, 64, "causal", true},
+			// query heads grouped per key head: blocks of 32 rows that span heads
+			{1, 6, 2, 40, 40, 16, "causal", false}, {2, 8, 2, 11, 29, 16, "additive", true},
 		} {
 			name := fmt.Sprintf("%s/b%d_h%d_kv%d_q%d_k%d_d%d_%s_sinks%v", dt, c.b, c.h, c.hkv, c.lq, c.lk, c.d, c.mask, c.sinks)
 			q := randomFloats(r, c.b*c.h*c.lq*c.d, 1, 0)

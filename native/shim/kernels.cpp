@@ -399,20 +399,30 @@ void run_attention_typed(const std::vector<mx::array>& in, mx::array& out, AttnM
   const bool kt = !(kk.strides()[3] == Lk && kk.strides()[2] == 1) && kk.strides()[3] == 1 && kk.strides()[2] == D;
   const Sem sem_s = dt != F32 ? Sem::SimdGemm : (kt ? Sem::BlasTransA : Sem::BlasNotA);
   const Sem sem_v = dt != F32 ? Sem::SimdGemm : (transposed(v) ? Sem::BlasTransA : Sem::BlasNotA);
+  // The rep query heads that share a key/value head are rows of one
+  // product with it, as MLX's fallback reshapes them ([B, Hkv, rep*Lq, D]):
+  // each output is still its own sum, so grouping them changes no bit, and
+  // the keys are read (and, for the panel, transposed) once per group
+  // rather than once per query head. Row r of group hk is query head
+  // hk*rep + r/Lq at position r%Lq; the output rows of a group are
+  // contiguous in [B, Hq, Lq, Dv].
   constexpr int RB = 32;  // query rows per task
-  const int blocks = (Lq + RB - 1) / RB;
+  const int R = rep * Lq;
+  const int blocks = (R + RB - 1) / RB;
   const TT* qp = q.data<TT>();
   TT* op = out.data<TT>();
   auto one = [&](int task) {
-    const int blk = task % blocks, bh = task / blocks, h = bh % Hq, b = bh / Hq, hk = h / rep;
-    const int i0 = blk * RB, rows = std::min(RB, Lq - i0);
+    const int blk = task % blocks, bh = task / blocks, hk = bh % Hkv, b = bh / Hkv;
+    const int i0 = blk * RB, rows = std::min(RB, R - i0);
     std::vector<float> qf(size_t(rows) * D), s(size_t(rows) * n), pv;
     std::vector<TT> sc(size_t(rows) * Lk);
-    for (int i = 0; i < rows; i++)
+    for (int i = 0; i < rows; i++) {
+      const int h = hk * rep + (i0 + i) / Lq, qi = (i0 + i) % Lq;
       for (int d = 0; d < D; d++) {
-        const int64_t l = b * q.strides()[0] + h * q.strides()[1] + (i0 + i) * q.strides()[2] + d * q.strides()[3];
+        const int64_t l = b * q.strides()[0] + h * q.strides()[1] + qi * q.strides()[2] + d * q.strides()[3];
         qf[size_t(i) * D + d] = static_cast<float>(static_cast<TT>(scale_t * qp[l]));
       }
+    }
     GemmJob js{};
     js.dt = dt;
     js.sem = sem_s;
@@ -430,13 +440,13 @@ void run_attention_typed(const std::vector<mx::array>& in, mx::array& out, AttnM
     k->gemm(js, 0, (Lk + k->tile_n - 1) / k->tile_n, 0, rows);
     const int off = Lk - Lq;
     for (int i = 0; i < rows; i++) {
+      const int h = hk * rep + (i0 + i) / Lq, qi = (i0 + i) % Lq;
       float* row = s.data() + size_t(i) * n;
       if (p.sinks) {
         const mx::array& sk = *sinks;
         row[0] = static_cast<float>(sk.data<TT>()[h * sk.strides()[0]]);
         row++;
       }
-      const int qi = i0 + i;
       for (int j = 0; j < Lk; j++) {
         TT x = sc[size_t(i) * Lk + j];
         if (p.mask == 1) {
@@ -466,10 +476,10 @@ void run_attention_typed(const std::vector<mx::array>& in, mx::array& out, AttnM
     jv.sbk = v.strides()[2];
     jv.sbn = v.strides()[3];
     jv.alpha = 1.0f;
-    jv.out = op + ((size_t(b) * Hq + h) * Lq + i0) * Dv;
+    jv.out = op + ((size_t(b) * Hq + size_t(hk) * rep) * Lq + i0) * Dv;
     k->gemm(jv, 0, (Dv + k->tile_n - 1) / k->tile_n, 0, rows);
   };
-  const int tasks = B * Hq * blocks;
+  const int tasks = B * Hkv * blocks;
   if (int64_t(B) * Hq * Lq * Lk * (D + Dv) < parallel_min()) {
     for (int t = 0; t < tasks; t++) one(t);
   } else {
