@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/mlxgo/mlxgo/hub"
 )
@@ -109,6 +110,17 @@ var modelFetch struct {
 }
 
 // looksLikeRepoID: "ORG/NAME" or "ORG/NAME@REV" as the hub spells them.
+// servedModelID is the id serve lists and answers with for the model that
+// -m arg resolved to path: the repo id itself when arg named one from the
+// hub cache (as mlx_lm.server names it by the id it was given), not the
+// snapshot directory's commit hash; else the file or directory name.
+func servedModelID(arg, path string) string {
+	if arg != path && looksLikeRepoID(arg) {
+		return arg
+	}
+	return strings.TrimSuffix(filepath.Base(filepath.Clean(path)), ".gguf")
+}
+
 func looksLikeRepoID(s string) bool {
 	_, _, err := hub.ParseRef(s)
 	return err == nil

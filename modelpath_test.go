@@ -156,3 +156,19 @@ func TestResolveModelPull(t *testing.T) {
 		t.Fatalf("second resolve %q, %v", again, err)
 	}
 }
+
+// TestServedModelID: a model served from the hub cache answers to its repo
+// id, not to the snapshot's commit hash; paths keep their base name.
+func TestServedModelID(t *testing.T) {
+	for _, c := range []struct{ arg, path, want string }{
+		{"HuggingFaceTB/SmolLM2-135M-Instruct", "/c/models--HuggingFaceTB--SmolLM2-135M-Instruct/snapshots/0123abcd", "HuggingFaceTB/SmolLM2-135M-Instruct"},
+		{"org/name@main", "/c/models--org--name/snapshots/0123abcd/m.gguf", "org/name@main"},
+		{"./models/smollm2/", "./models/smollm2/", "smollm2"},
+		{"/data/SmolLM2-135M-Instruct.Q4_1.gguf", "/data/SmolLM2-135M-Instruct.Q4_1.gguf", "SmolLM2-135M-Instruct.Q4_1"},
+		{"", "/home/u/.cache/mlxgo/models/default.gguf", "default"},
+	} {
+		if got := servedModelID(c.arg, c.path); got != c.want {
+			t.Errorf("servedModelID(%q, %q) = %q, want %q", c.arg, c.path, got, c.want)
+		}
+	}
+}

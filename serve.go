@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/mlxgo/mlxgo/mlx"
@@ -212,7 +211,7 @@ func (c *serveCommand) Run(ctx context.Context, args []string) error {
 		return fmt.Errorf("cannot load model %s: %w", path, err)
 	}
 	defer mlx.Do(model.Close)
-	id := strings.TrimSuffix(filepath.Base(path), ".gguf")
+	id := servedModelID(f.model, path)
 	sm := server.NewMLXModel(model, t, id, "mlxgo "+Version, f.cacheBytes)
 	if sm, err = c.withKV(f, path, sm); err != nil {
 		return err
@@ -291,7 +290,7 @@ func loadEmbeddings(arg string) (*server.Embeddings, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot load embedding model %s: %w", path, err)
 	}
-	return server.NewEmbeddings(m, path, filepath.Base(filepath.Clean(path)), "mlxgo "+Version), nil
+	return server.NewEmbeddings(m, path, servedModelID(arg, path), "mlxgo "+Version), nil
 }
 
 // serveEmbeddingsOnly serves an embedding model alone: the completion
