@@ -284,22 +284,10 @@ func (s *Server) handleMessages(w http.ResponseWriter, r *http.Request) {
 		s.streamMessage(w, jobs, rs)
 		return
 	}
-	quit := make(chan struct{})
-	defer close(quit)
-	c := rs.choices[0]
-	for ce := range merge(jobs, quit) {
-		if !ce.ev.done {
-			c.add(c.push(ce.ev.text))
-			continue
-		}
-		if ce.ev.err != nil {
-			writeAnthropicError(w, ce.ev.err)
-			return
-		}
-		c.add(c.finish())
-		c.res, c.done = ce.ev.res, true
-		break
+	if !gather(w, jobs, rs, writeAnthropicError) {
+		return
 	}
+	c := rs.choices[0]
 	var content []any
 	if c.all.reasoning != "" {
 		content = append(content, map[string]any{"type": "thinking", "thinking": c.all.reasoning, "signature": ""})

@@ -353,6 +353,15 @@ func merge(jobs []*job, quit <-chan struct{}) <-chan choiceEvent {
 
 // collect answers with one body once every choice has ended.
 func (s *Server) collect(w http.ResponseWriter, jobs []*job, r *response) {
+	if gather(w, jobs, r, func(w http.ResponseWriter, err error) { writeError(w, err) }) {
+		writeJSON(w, http.StatusOK, r.full())
+	}
+}
+
+// gather reads every job's events into r's choices until each is done, for
+// the non-streamed answers of every API; on a job's error it answers with
+// fail (the API's error shape) and reports false.
+func gather(w http.ResponseWriter, jobs []*job, r *response, fail func(http.ResponseWriter, error)) bool {
 	quit := make(chan struct{})
 	defer close(quit)
 	events := merge(jobs, quit)
@@ -364,14 +373,14 @@ func (s *Server) collect(w http.ResponseWriter, jobs []*job, r *response) {
 			continue
 		}
 		if ce.ev.err != nil {
-			writeError(w, ce.ev.err)
-			return
+			fail(w, ce.ev.err)
+			return false
 		}
 		c.add(c.finish())
 		c.res, c.done = ce.ev.res, true
 		left--
 	}
-	writeJSON(w, http.StatusOK, r.full())
+	return true
 }
 
 // stream answers with server-sent events as the engine produces text.

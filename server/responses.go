@@ -315,22 +315,10 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 		s.streamResponse(w, jobs, ro)
 		return
 	}
-	quit := make(chan struct{})
-	defer close(quit)
-	c := rs.choices[0]
-	for ce := range merge(jobs, quit) {
-		if !ce.ev.done {
-			c.add(c.push(ce.ev.text))
-			continue
-		}
-		if ce.ev.err != nil {
-			writeError(w, ce.ev.err)
-			return
-		}
-		c.add(c.finish())
-		c.res, c.done = ce.ev.res, true
-		break
+	if !gather(w, jobs, rs, func(w http.ResponseWriter, err error) { writeError(w, err) }) {
+		return
 	}
+	c := rs.choices[0]
 	ro.items = ro.outputItems(c.all)
 	body := ro.object("completed")
 	s.keep(ro, body)
