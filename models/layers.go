@@ -144,6 +144,13 @@ func (r *rope) apply(x *mlx.Array, offset int) *mlx.Array {
 	return mlx.RoPE(x, r.dims, r.traditional, r.base, r.scale, offset, r.freqs)
 }
 
+// applyRows is apply on x [B, H, L, D] with row b at offsets[b] (int32 [B]):
+// one node for a decode batch's rows, each computed as apply computes it
+// alone (positions (t + offset) * scale in float32 either way).
+func (r *rope) applyRows(x, offsets *mlx.Array) *mlx.Array {
+	return mlx.RoPEDynamic(x, r.dims, r.traditional, r.base, r.scale, offsets, r.freqs)
+}
+
 // initRope is rope_utils.initialize_rope for the types whose result does not
 // depend on the sequence: default, linear and llama3.
 func initRope(ws *weightSet, dims int, base float64, traditional bool, scaling RopeScaling) (*rope, error) {

@@ -83,11 +83,21 @@ func (a *attention) applyRows(x *mlx.Array, masks []kv.Mask, rows [][]kv.Cache, 
 	if b == 1 {
 		return a.output(a.attend(queries, keys, values, masks[0], rows[0][layer]), b, l)
 	}
+	// RoPE once for all rows, each at its own cache's offset (as mlx-lm's
+	// BatchGenerator ropes with an offset array); then each row attends
+	// through its own cache. Distinct slices for keys and values: the cache
+	// takes what it is given as its own.
+	offs := make([]int32, b)
+	for r := range rows {
+		if c := rows[r][layer]; c != nil {
+			offs[r] = int32(c.Offset())
+		}
+	}
+	at := mlx.FromSlice(offs, b)
+	queries, keys = a.rope.applyRows(queries, at), a.rope.applyRows(keys, at)
 	outs := make([]*mlx.Array, b)
 	for r := range rows {
-		// Distinct slices for keys and values: the cache takes what it is
-		// given as its own.
-		outs[r] = a.attend(row(queries, r), row(keys, r), row(values, r), masks[r], rows[r][layer])
+		outs[r] = kv.Attention(rows[r][layer], row(queries, r), row(keys, r), row(values, r), a.scale, masks[r])
 	}
 	return a.output(mlx.Concatenate(outs, 0), b, l)
 }
