@@ -487,6 +487,16 @@ func TestCPUKernelsSwiGLU(t *testing.T) {
 			})
 		}
 	}
+	t.Run("halves", func(t *testing.T) { // a fused gate/up matmul's output, split
+		y := randomFloats(r, 5*3*2*1000, 12, 0.02)
+		compareKernels(t, isaList, func() (*mlx.Array, error) {
+			a := mlx.FromSlice(y, 5, 3, 2000)
+			g := mlx.Slice(a, []int{0, 0, 0}, []int{5, 3, 1000})
+			u := mlx.Slice(a, []int{0, 0, 1000}, []int{5, 3, 2000})
+			z := mlx.SwiGLU(g, u)
+			return z, z.Err()
+		})
+	})
 	t.Run("views", func(t *testing.T) {
 		g := randomFloats(r, 40*37, 12, 0.02)
 		u := randomFloats(r, 37, 3, 0.02)

@@ -19,6 +19,8 @@ const (
 // attention is one layer's self-attention.
 type attention struct {
 	q, k, v, o     *linear
+	qkv            *linear // q, k and v as one, when weightSet.linears can (then q, k, v are nil)
+	headDim        int
 	qNorm, kNorm   *mlx.Array
 	normPlace      qkNormPlace
 	eps            float32
@@ -38,7 +40,12 @@ func (a *attention) apply(x *mlx.Array, mask kv.Mask, c kv.Cache) *mlx.Array {
 // are independent here, so a decode batch runs it once for all rows.
 func (a *attention) project(x *mlx.Array) (queries, keys, values *mlx.Array) {
 	b, l := x.Dim(0), x.Dim(1)
-	queries, keys, values = a.q.apply(x), a.k.apply(x), a.v.apply(x)
+	if a.qkv != nil {
+		p := split(a.qkv.apply(x), a.heads*a.headDim, a.kvHeads*a.headDim, a.kvHeads*a.headDim)
+		queries, keys, values = p[0], p[1], p[2]
+	} else {
+		queries, keys, values = a.q.apply(x), a.k.apply(x), a.v.apply(x)
+	}
 	queries = mlx.Reshape(queries, b, l, a.heads, -1)
 	keys = mlx.Reshape(keys, b, l, a.kvHeads, -1)
 	if a.normPlace == qkNormBeforeTranspose {
@@ -77,11 +84,19 @@ func (a *attention) output(out *mlx.Array, b, l int) *mlx.Array {
 // gemma, gelu_approx(gate)·up.
 type mlp struct {
 	gate, up, down *linear
+	gateUp         *linear // gate and up as one, when weightSet.linears can (then gate, up are nil)
+	width          int
 	gelu           bool
 }
 
 func (m *mlp) apply(x *mlx.Array) *mlx.Array {
-	g, u := m.gate.apply(x), m.up.apply(x)
+	var g, u *mlx.Array
+	if m.gateUp != nil {
+		p := split(m.gateUp.apply(x), m.width, m.width)
+		g, u = p[0], p[1]
+	} else {
+		g, u = m.gate.apply(x), m.up.apply(x)
+	}
 	var h *mlx.Array
 	if m.gelu {
 		h = mlx.Multiply(mlx.GeluApprox(g), u)

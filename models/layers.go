@@ -3,6 +3,7 @@ package models
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/mlxgo/mlxgo/mlx"
 )
@@ -43,6 +44,59 @@ func (ws *weightSet) linear(path string, in, out int, bias bool) *linear {
 		ws.packLinear(l)
 	}
 	return l
+}
+
+// linears takes modules that read the same input (q/k/v, gate/up) as one
+// linear over their outputs side by side, when mlxgo's CPU kernels run them
+// packed: one quantized matmul node a step instead of len(paths). A packed
+// matmul computes every output as its own sum over the input, wherever its
+// row sits, so no bit changes. It returns nil, having loaded nothing, unless
+// every module is affine-quantized alike (bits, group size, scale dtype)
+// without a bias; the caller then takes them one by one. Outputs are in
+// paths' order, outs[i] wide.
+func (ws *weightSet) linears(paths []string, in int, outs []int) *linear {
+	if ws.err != nil || !ws.pack || len(paths) < 2 {
+		return nil
+	}
+	var q *mlx.Quant
+	var sdt string
+	for _, p := range paths {
+		m, err := moduleQuant(ws.quant, p, in, ws)
+		if err != nil || m == nil || m.Mode != "affine" && m.Mode != "" || ws.has(p+".bias") || !ws.has(p+".scales") {
+			return nil
+		}
+		if q != nil && (*m != *q || ws.src[p+".scales"].dtype != sdt) {
+			return nil
+		}
+		q, sdt = m, ws.src[p+".scales"].dtype
+	}
+	var w, s, b []*mlx.Array
+	for i, p := range paths {
+		w = append(w, ws.get(p+".weight", outs[i], in*q.Bits/32))
+		s = append(s, ws.get(p+".scales", outs[i], in/q.GroupSize))
+		b = append(b, ws.get(p+".biases", outs[i], in/q.GroupSize))
+	}
+	if ws.err != nil {
+		return nil
+	}
+	l := &linear{q: q, weight: mlx.Concatenate(w, 0), scales: mlx.Concatenate(s, 0), biases: mlx.Concatenate(b, 0)}
+	ws.release(append(append(w, s...), b...)...)
+	ws.packLinear(l)
+	return l
+}
+
+// split cuts y [..., sum(widths)] into views of widths along the last axis.
+func split(y *mlx.Array, widths ...int) []*mlx.Array {
+	sh := y.Shape()
+	start, stop := make([]int, len(sh)), slices.Clone(sh)
+	parts := make([]*mlx.Array, len(widths))
+	at := 0
+	for i, w := range widths {
+		start[len(sh)-1], stop[len(sh)-1] = at, at+w
+		parts[i] = mlx.Slice(y, start, stop)
+		at += w
+	}
+	return parts
 }
 
 // packLinear repacks a quantized weight for the CPU kernels and frees the

@@ -170,25 +170,26 @@ func buildBlocks(cfg *Config, ws *weightSet, spec layerSpec, ropeFor func(i int)
 			return nil, err
 		}
 		a := &attention{
-			q:     ws.linear(p+"self_attn.q_proj", hidden, heads*hd, spec.bias),
-			k:     ws.linear(p+"self_attn.k_proj", hidden, kvHeads*hd, spec.bias),
-			v:     ws.linear(p+"self_attn.v_proj", hidden, kvHeads*hd, spec.bias),
-			o:     ws.linear(p+"self_attn.o_proj", heads*hd, hidden, spec.oBias),
-			heads: heads, kvHeads: kvHeads, scale: spec.scale, rope: r,
+			headDim: hd, heads: heads, kvHeads: kvHeads, scale: spec.scale, rope: r,
 			normPlace: spec.normPlace, eps: eps,
 		}
+		if !spec.bias {
+			a.qkv = ws.linears([]string{p + "self_attn.q_proj", p + "self_attn.k_proj", p + "self_attn.v_proj"},
+				hidden, []int{heads * hd, kvHeads * hd, kvHeads * hd})
+		}
+		if a.qkv == nil {
+			a.q = ws.linear(p+"self_attn.q_proj", hidden, heads*hd, spec.bias)
+			a.k = ws.linear(p+"self_attn.k_proj", hidden, kvHeads*hd, spec.bias)
+			a.v = ws.linear(p+"self_attn.v_proj", hidden, kvHeads*hd, spec.bias)
+		}
+		a.o = ws.linear(p+"self_attn.o_proj", heads*hd, hidden, spec.oBias)
 		if spec.normPlace != noQKNorm {
 			a.qNorm = norm(p+"self_attn.q_norm.weight", hd)
 			a.kNorm = norm(p+"self_attn.k_norm.weight", hd)
 		}
 		b := &block{
-			attn: a,
-			mlp: &mlp{
-				gate: ws.linear(p+"mlp.gate_proj", hidden, cfg.IntermediateSize, spec.mlpBias),
-				up:   ws.linear(p+"mlp.up_proj", hidden, cfg.IntermediateSize, spec.mlpBias),
-				down: ws.linear(p+"mlp.down_proj", cfg.IntermediateSize, hidden, spec.mlpBias),
-				gelu: spec.gelu,
-			},
+			attn:         a,
+			mlp:          newMLP(ws, p+"mlp.", hidden, cfg.IntermediateSize, spec.mlpBias, spec.gelu),
 			inputNorm:    norm(p+"input_layernorm.weight", hidden),
 			postAttnNorm: norm(p+"post_attention_layernorm.weight", hidden),
 			eps:          eps,
@@ -205,4 +206,19 @@ func buildBlocks(cfg *Config, ws *weightSet, spec layerSpec, ropeFor func(i int)
 		blocks[i] = b
 	}
 	return blocks, nil
+}
+
+// newMLP takes the gated MLP at path, gate and up as one linear when
+// weightSet.linears can.
+func newMLP(ws *weightSet, path string, hidden, width int, bias, gelu bool) *mlp {
+	m := &mlp{width: width, gelu: gelu}
+	if !bias {
+		m.gateUp = ws.linears([]string{path + "gate_proj", path + "up_proj"}, hidden, []int{width, width})
+	}
+	if m.gateUp == nil {
+		m.gate = ws.linear(path+"gate_proj", hidden, width, bias)
+		m.up = ws.linear(path+"up_proj", hidden, width, bias)
+	}
+	m.down = ws.linear(path+"down_proj", width, hidden, bias)
+	return m
 }

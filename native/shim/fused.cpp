@@ -183,23 +183,33 @@ struct SiluMul {
   struct Params {};
   static void run(const Params&, const std::vector<mx::array>& in, mx::array& out) {
     const int64_t n = out.size();
-    // Views (a slice, a broadcast) are gathered first; a matmul's output,
-    // what the MLP passes, is row-contiguous already.
-    std::vector<float> gbuf, ubuf;
-    auto dense = [&](const mx::array& a, std::vector<float>& buf) {
-      if (a.flags().row_contiguous) return a.data<float>();
-      buf.resize(size_t(n));
-      for (int64_t i = 0; i < n; i++) buf[size_t(i)] = a.data<float>()[loc(i, a.shape(), a.strides())];
-      return static_cast<const float*>(buf.data());
-    };
-    const float* g = dense(in[0], gbuf);
-    const float* u = dense(in[1], ubuf);
+    const mx::array &g = in[0], &u = in[1];
     float* o = out.data<float>();
-    constexpr int64_t chunk = 4096;
     const Isa* isa = active_isa();
-    rows((n + chunk - 1) / chunk, chunk, [&](int64_t c) {
-      const int64_t i = c * chunk;
-      isa->silu_mul(g + i, u + i, o + i, size_t(std::min(chunk, n - i)));
+    if (g.flags().row_contiguous && u.flags().row_contiguous) {
+      constexpr int64_t chunk = 4096;
+      rows((n + chunk - 1) / chunk, chunk, [&](int64_t c) {
+        const int64_t i = c * chunk;
+        isa->silu_mul(g.data<float>() + i, u.data<float>() + i, o + i, size_t(std::min(chunk, n - i)));
+      });
+      return;
+    }
+    // Views: the halves of a fused gate/up matmul's output are rows with a
+    // stride, each row contiguous; anything else is gathered element-wise.
+    const int64_t D = out.shape(-1), R = D == 0 ? 0 : n / D;
+    const bool by_rows = g.strides().back() == 1 && u.strides().back() == 1;
+    rows(R, D, [&](int64_t r) {
+      if (by_rows) {
+        isa->silu_mul(g.data<float>() + loc(r * D, g.shape(), g.strides()),
+                      u.data<float>() + loc(r * D, u.shape(), u.strides()), o + r * D, size_t(D));
+        return;
+      }
+      std::vector<float> gr(static_cast<size_t>(D)), ur(static_cast<size_t>(D));
+      for (int64_t i = 0; i < D; i++) {
+        gr[size_t(i)] = g.data<float>()[loc(r * D + i, g.shape(), g.strides())];
+        ur[size_t(i)] = u.data<float>()[loc(r * D + i, u.shape(), u.strides())];
+      }
+      isa->silu_mul(gr.data(), ur.data(), o + r * D, size_t(D));
     });
   }
 };
