@@ -19,7 +19,8 @@ const embedUsage = `Usage: mlxgo embed -m PATH [flags] < texts.txt
 Computes one sentence embedding per input line (or for -p TEXT) and writes one
 line per input, in input order, to stdout. PATH is a sentence-transformers
 model directory (BERT family: config.json, model.safetensors, tokenizer.json,
-modules.json, 1_Pooling/) or a Qwen3-Embedding-style qwen3 directory.
+modules.json, 1_Pooling/) or a Qwen3-Embedding-style qwen3 directory, or
+such a model's Hugging Face repo id (ORG/NAME[@REV], --pull to fetch it).
 
 Every line of stdin is one input; an empty line is an error (it has no
 meaning as a text, and skipping it would shift every later index). A trailing

@@ -27,8 +27,9 @@ chat template as the user message unless --raw is given. Decoding follows mlx-lm
 at --temp 0, else its sampler with the filters below, in its order.
 
 PATH is a model directory (config.json + safetensors), a .gguf file, or a
-Hugging Face repo id (ORG/NAME) already in the local cache ($HF_HUB_CACHE,
-$HF_HOME/hub or ~/.cache/huggingface/hub). Without -m: the default model,
+Hugging Face repo id (ORG/NAME[@REV]) in the local cache ($HF_HUB_CACHE,
+$HF_HOME/hub or ~/.cache/huggingface/hub; --pull fetches it first when it is
+missing, as mlxgo pull does). Without -m: the default model,
 SmolLM2-135M-Instruct Q4_1, in $XDG_CACHE_HOME/mlxgo/models/ (make demo
 puts it there).
 
