@@ -2,6 +2,7 @@ package models
 
 import (
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/mlxgo/mlxgo/mlx"
@@ -288,6 +289,11 @@ func loadGGUF(path string) (Model, error) {
 		return nil, fmt.Errorf("cannot open GGUF model: %w", err)
 	}
 	defer f.Close() // arrays are copied into MLX before this returns
+	if st, err := os.Stat(path); err == nil {
+		if err := fitsDevice(st.Size()); err != nil {
+			return nil, fmt.Errorf("cannot load GGUF model %s: %w", path, err)
+		}
+	}
 	cfg, err := ggufConfig(f)
 	if err != nil {
 		return nil, fmt.Errorf("cannot load GGUF model %s: %w", path, err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/mlxgo/mlxgo/mlx"
@@ -66,6 +67,15 @@ func loadDir(dir string) (Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot open model weights: %w", err)
 	}
+	var bytes int64
+	for _, name := range set.Names() {
+		t, _ := set.Tensor(name)
+		bytes += int64(len(t.Data))
+	}
+	if err := fitsDevice(bytes); err != nil {
+		set.Close()
+		return nil, fmt.Errorf("cannot load model %s: %w", dir, err)
+	}
 	// MLX copies the bytes into its own memory, so the mapping can go once
 	// the model is built.
 	defer set.Close()
@@ -104,4 +114,37 @@ func loadDir(dir string) (Model, error) {
 
 func unsupported(modelType string) error {
 	return fmt.Errorf("%w %q: supported model types are %s", ErrUnsupportedModel, modelType, strings.Join(Supported(), ", "))
+}
+
+// ErrTooLarge is a model whose weights do not fit the device's free memory.
+var ErrTooLarge = errors.New("the model does not fit the GPU")
+
+// fitsDevice refuses, before a byte is copied, weights larger than the GPU's
+// free memory (the size on disk; quantized GGUF blocks convert to about as
+// many bytes). MLX's CUDA arrays live in managed memory, which a card
+// oversubscribes silently, paging over the bus, rather than failing. On the
+// CPU, and where the GPU reports no free memory (Metal), nothing is checked.
+func fitsDevice(weightBytes int64) error {
+	d, err := mlx.DefaultDevice()
+	if err != nil || d.Type != mlx.GPU {
+		return nil
+	}
+	info, err := mlx.DeviceInfo(d)
+	if err != nil {
+		return nil
+	}
+	free, err := strconv.ParseInt(info["free_memory"], 10, 64)
+	if err != nil || free <= 0 {
+		return nil
+	}
+	return checkFits(weightBytes, free, info["device_name"])
+}
+
+func checkFits(weightBytes, free int64, device string) error {
+	if weightBytes <= free {
+		return nil
+	}
+	gib := func(n int64) string { return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30)) }
+	return fmt.Errorf("%w: its weights take %s and the GPU (%s) has %s free; use a smaller or more quantized model, or MLXGO_DEVICE=cpu",
+		ErrTooLarge, gib(weightBytes), device, gib(free))
 }
