@@ -436,27 +436,12 @@ func (s *Server) streamMessage(w http.ResponseWriter, jobs []*job, r *response) 
 		}
 		return nil
 	}
-	quit := make(chan struct{})
-	defer close(quit)
 	c := r.choices[0]
-	for ce := range merge(jobs, quit) {
-		ev := ce.ev
-		if !ev.done {
-			if write(c.streamed(c.push(ev.text), false)) != nil {
-				return // the request context ends; the engine stops at its next token
-			}
-			continue
-		}
-		if ev.err != nil {
-			ae := statusOf(ev.err)
-			send("error", map[string]any{"type": "error", "error": map[string]any{"type": anthropicType(ae.status), "message": ae.message}})
-			return
-		}
-		c.res, c.done = ev.res, true
-		if write(c.streamed(c.finish(), true)) != nil || closeBlock() != nil {
-			return
-		}
-		break
+	if !streamOne(jobs, c, write, func(err error) {
+		ae := statusOf(err)
+		send("error", map[string]any{"type": "error", "error": map[string]any{"type": anthropicType(ae.status), "message": ae.message}})
+	}) || closeBlock() != nil {
+		return
 	}
 	reason, seq := r.stopReason(c)
 	if send("message_delta", map[string]any{"type": "message_delta",

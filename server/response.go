@@ -358,6 +358,32 @@ func (s *Server) collect(w http.ResponseWriter, jobs []*job, r *response) {
 	}
 }
 
+// streamOne streams one job (Anthropic messages, responses): each piece of
+// text through write as it comes, then the final piece once the job is done.
+// On the job's error it calls fail, the API's error event. It reports
+// whether the job finished and every write went out; a failed write means
+// the request context ended, and the engine stops at its next token.
+func streamOne(jobs []*job, c *choice, write func(piece) error, fail func(error)) bool {
+	quit := make(chan struct{})
+	defer close(quit)
+	for ce := range merge(jobs, quit) {
+		ev := ce.ev
+		if !ev.done {
+			if write(c.streamed(c.push(ev.text), false)) != nil {
+				return false
+			}
+			continue
+		}
+		if ev.err != nil {
+			fail(ev.err)
+			return false
+		}
+		c.res, c.done = ev.res, true
+		return write(c.streamed(c.finish(), true)) == nil
+	}
+	return false
+}
+
 // gather reads every job's events into r's choices until each is done, for
 // the non-streamed answers of every API; on a job's error it answers with
 // fail (the API's error shape) and reports false.

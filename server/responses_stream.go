@@ -145,43 +145,28 @@ func (s *Server) streamResponse(w http.ResponseWriter, jobs []*job, ro *response
 		}
 		return nil
 	}
-	quit := make(chan struct{})
-	defer close(quit)
 	c := ro.r.choices[0]
-	for ce := range merge(jobs, quit) {
-		ev := ce.ev
-		if !ev.done {
-			if write(c.streamed(c.push(ev.text), false)) != nil {
-				return // the request context ends; the engine stops at its next token
-			}
-			continue
+	if !streamOne(jobs, c, write, func(err error) {
+		ae := statusOf(err)
+		e := map[string]any{"message": ae.message, "code": nil, "param": nil}
+		if ae.code != "" {
+			e["code"] = ae.code
 		}
-		if ev.err != nil {
-			ae := statusOf(ev.err)
-			e := map[string]any{"message": ae.message, "code": nil, "param": nil}
-			if ae.code != "" {
-				e["code"] = ae.code
-			}
-			if ae.param != "" {
-				e["param"] = ae.param
-			}
-			send("error", e)
+		if ae.param != "" {
+			e["param"] = ae.param
+		}
+		send("error", e)
+	}) {
+		return
+	}
+	if open == "" && len(ro.items) == 0 {
+		// Nothing was said: the empty message the body would hold.
+		if openItem("message") != nil {
 			return
 		}
-		c.res, c.done = ev.res, true
-		if write(c.streamed(c.finish(), true)) != nil {
-			return
-		}
-		if open == "" && len(ro.items) == 0 {
-			// Nothing was said: the empty message the body would hold.
-			if openItem("message") != nil {
-				return
-			}
-		}
-		if closeItem(ro.itemStatus()) != nil {
-			return
-		}
-		break
+	}
+	if closeItem(ro.itemStatus()) != nil {
+		return
 	}
 	body := ro.object("completed")
 	s.keep(ro, body)
