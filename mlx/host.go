@@ -19,13 +19,22 @@ func FromSliceAs[T Element](data []T, dt Dtype, shape ...int) *Array {
 	if shape == nil {
 		shape = []int{len(data)}
 	}
-	return FromBytes(sliceBytes(data), dt, shape...)
+	return fromBytes("from_slice", fn.fromData, sliceBytes(data), dt, shape)
 }
 
-// FromBytes copies raw little-endian element bytes (a safetensors tensor, for
-// instance) into a new array of dtype dt and the given shape.
+// FromBytes copies weights — raw little-endian element bytes, a safetensors
+// tensor for instance — into a new array of dtype dt and the given shape. On
+// a CUDA GPU they go to plain device memory, as mx.load puts mlx-lm's
+// weights, and are copied before it returns (one synchronisation per call:
+// use FromSlice for per-step inputs); elsewhere the array holds a copy in
+// host memory.
 func FromBytes(b []byte, dt Dtype, shape ...int) *Array {
-	const op = "from_bytes"
+	return fromBytes("from_bytes", fn.loadBytes, b, dt, shape)
+}
+
+type fromDataFunc = func(data unsafe.Pointer, nbytes uintptr, shape *int32, ndim int32, dtype int32, out *uintptr) int32
+
+func fromBytes(op string, f fromDataFunc, b []byte, dt Dtype, shape []int) *Array {
 	if !loaded.Load() {
 		return errArray(ErrNotLoaded)
 	}
@@ -38,7 +47,7 @@ func FromBytes(b []byte, dt Dtype, shape ...int) *Array {
 		p = unsafe.Pointer(&b[0])
 	}
 	var out uintptr
-	if err := check(op, fn.fromData(p, uintptr(len(b)), ptr32(sh), int32(len(sh)), int32(dt), &out)); err != nil {
+	if err := check(op, f(p, uintptr(len(b)), ptr32(sh), int32(len(sh)), int32(dt), &out)); err != nil {
 		return errArray(err)
 	}
 	return newArray(out)

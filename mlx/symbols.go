@@ -20,6 +20,7 @@ var fn struct {
 	arrayFree   func(a uintptr) int32
 	arrayClone  func(a uintptr, out *uintptr) int32
 	fromData    func(data unsafe.Pointer, nbytes uintptr, shape *int32, ndim int32, dtype int32, out *uintptr) int32
+	loadBytes   func(data unsafe.Pointer, nbytes uintptr, shape *int32, ndim int32, dtype int32, out *uintptr) int32
 	fromFloat   func(v *float32, dtype int32, out *uintptr) int32
 	fromInt     func(v int64, dtype int32, out *uintptr) int32
 	arrayInfo   func(a uintptr, dtype *int32, ndim *int32, shape *int32, cap int32) int32
@@ -159,6 +160,7 @@ func symbols() []symbol {
 		{"mlxgo_array_free", &fn.arrayFree},
 		{"mlxgo_array_clone", &fn.arrayClone},
 		{"mlxgo_array_from_data", &fn.fromData},
+		{"mlxgo_array_load_bytes", &fn.loadBytes},
 		{"mlxgo_array_from_float", &fn.fromFloat},
 		{"mlxgo_array_from_int", &fn.fromInt},
 		{"mlxgo_array_info", &fn.arrayInfo},

@@ -3,6 +3,9 @@
 #include <limits>
 
 #include "internal.h"
+#include "mlx/backend/cuda/cuda.h"
+#include "mlx/io.h"
+#include "mlx/io/load.h"
 
 namespace shim {
 
@@ -53,6 +56,96 @@ mx::array from_host(const void* data, mx::Shape shape, mx::Dtype dt) {
   throw shim::ArgError("unsupported dtype for host data");
 }
 
+// host_shape checks the byte count before MLX reads from data: a short
+// buffer would be read past its end.
+mx::Shape host_shape(const void* data, size_t nbytes, const int* shape, int ndim, mx::Dtype dt) {
+  auto sh = shim::shape(shape, ndim);
+  size_t count = 1;
+  for (int d : sh) {
+    if (d < 0) throw shim::ArgError("negative dimension in shape");
+    if (d != 0 && count > std::numeric_limits<size_t>::max() / static_cast<size_t>(d)) {
+      throw shim::ArgError("shape too large");
+    }
+    count *= static_cast<size_t>(d);
+  }
+  if (count > std::numeric_limits<size_t>::max() / mx::size_of(dt) || count * mx::size_of(dt) != nbytes) {
+    throw shim::ArgError("host data is " + std::to_string(nbytes) + " bytes, shape and dtype need " +
+                         std::to_string(count * mx::size_of(dt)));
+  }
+  if (count > 0 && data == nullptr) throw shim::ArgError("null host data");
+  return sh;
+}
+
+// HostNpy is an io::Reader presenting host bytes the caller owns as a .npy
+// file of nbytes uint8 (numpy's header, then the bytes), which is what
+// mx::load reads. It is read once, by the Load primitive that to_device
+// evaluates before returning, while the caller still holds the bytes.
+class HostNpy : public mx::io::Reader {
+ public:
+  HostNpy(const void* data, size_t n) : data_(static_cast<const char*>(data)), n_(n) {
+    std::string dict = "{'descr': '|u1', 'fortran_order': False, 'shape': (" + std::to_string(n) + ",), }";
+    // Version 1: magic, 2-byte little-endian header length, header padded
+    // with spaces and ended by a newline so that the data starts at a
+    // multiple of 64, as numpy writes it.
+    size_t len = dict.size() + 1;
+    len += (64 - (10 + len) % 64) % 64;
+    dict.resize(len - 1, ' ');
+    dict += '\n';
+    head_ = std::string("\x93NUMPY\x01\x00", 8);
+    head_ += static_cast<char>(len & 0xff);
+    head_ += static_cast<char>(len >> 8);
+    head_ += dict;
+  }
+  bool is_open() const override { return true; }
+  bool good() const override { return pos_ <= size(); }
+  size_t tell() override { return pos_; }
+  void seek(int64_t off, std::ios_base::seekdir way) override {
+    pos_ = way == std::ios_base::beg ? static_cast<size_t>(off)
+         : way == std::ios_base::cur ? pos_ + off
+                                     : size() + off;
+  }
+  void read(char* out, size_t n) override {
+    read(out, n, pos_);
+    pos_ += n;
+  }
+  void read(char* out, size_t n, size_t offset) override {
+    if (offset > size() || n > size() - offset) throw std::runtime_error("[mlxgo] read past the end of host bytes");
+    if (offset < head_.size()) {
+      size_t k = std::min(n, head_.size() - offset);
+      std::memcpy(out, head_.data() + offset, k);
+      out += k, n -= k, offset += k;
+    }
+    if (n > 0) std::memcpy(out, data_ + (offset - head_.size()), n);
+  }
+  std::string label() const override { return "host bytes"; }
+
+ private:
+  size_t size() const { return head_.size() + n_; }
+  std::string head_;
+  const char* data_;
+  size_t n_;
+  size_t pos_ = 0;
+};
+
+// to_device puts host bytes in plain device memory the way mlx-lm's mx.load
+// does on a CUDA GPU: a Load primitive on the GPU stream, whose eval copies
+// into a cudaMallocAsync buffer. An array made from host data lives in
+// managed memory instead, which the GPU pages in on first touch (slowing the
+// first prefill) and which a card oversubscribes silently. The bytes load as
+// uint8 and are viewed (no copy) as dt; evaluated at once, since the caller
+// may unmap the bytes when this returns.
+mx::array to_device(const void* data, size_t nbytes, mx::Shape shape, mx::Dtype dt) {
+  auto s = mx::default_stream(mx::default_device());
+  auto bytes = mx::load(std::make_shared<HostNpy>(data, nbytes), s);
+  auto a = mx::reshape(mx::view(bytes, dt, s), std::move(shape), s);
+  a.eval();
+  return a;
+}
+
+bool weights_on_device() {
+  return mx::cu::is_available() && mx::default_device() == mx::Device::gpu;
+}
+
 }  // namespace
 
 extern "C" {
@@ -89,23 +182,21 @@ int mlxgo_array_from_data(const void* data, size_t nbytes, const int* shape, int
                           mlxgo_array* out) {
   MLXGO_BEGIN
   auto dt = shim::dtype(dtype);
-  auto sh = shim::shape(shape, ndim);
-  // Check the byte count before MLX reads from data: a short buffer would be
-  // read past its end.
-  size_t count = 1;
-  for (int d : sh) {
-    if (d < 0) throw shim::ArgError("negative dimension in shape");
-    if (d != 0 && count > std::numeric_limits<size_t>::max() / static_cast<size_t>(d)) {
-      throw shim::ArgError("shape too large");
-    }
-    count *= static_cast<size_t>(d);
-  }
-  if (count > std::numeric_limits<size_t>::max() / mx::size_of(dt) || count * mx::size_of(dt) != nbytes) {
-    throw shim::ArgError("host data is " + std::to_string(nbytes) + " bytes, shape and dtype need " +
-                         std::to_string(count * mx::size_of(dt)));
-  }
-  if (count > 0 && data == nullptr) throw shim::ArgError("null host data");
+  auto sh = host_shape(data, nbytes, shape, ndim, dt);
   shim::put(out, from_host(data, std::move(sh), dt));
+  MLXGO_END
+}
+
+int mlxgo_array_load_bytes(const void* data, size_t nbytes, const int* shape, int ndim, int dtype,
+                           mlxgo_array* out) {
+  MLXGO_BEGIN
+  auto dt = shim::dtype(dtype);
+  auto sh = host_shape(data, nbytes, shape, ndim, dt);
+  if (nbytes > 0 && weights_on_device()) {
+    shim::put(out, to_device(data, nbytes, std::move(sh), dt));
+  } else {
+    shim::put(out, from_host(data, std::move(sh), dt));
+  }
   MLXGO_END
 }
 

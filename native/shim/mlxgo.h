@@ -71,6 +71,10 @@ MLXGO_API int mlxgo_thread_bound(void);
 MLXGO_API int mlxgo_array_free(mlxgo_array a);
 MLXGO_API int mlxgo_array_clone(mlxgo_array a, mlxgo_array* out);
 MLXGO_API int mlxgo_array_from_data(const void* data, size_t nbytes, const int* shape, int ndim, int dtype, mlxgo_array* out);
+// mlxgo_array_load_bytes is mlxgo_array_from_data for weights: on a CUDA GPU
+// the bytes go to plain device memory (as mx.load puts them), copied before
+// it returns; elsewhere it is mlxgo_array_from_data.
+MLXGO_API int mlxgo_array_load_bytes(const void* data, size_t nbytes, const int* shape, int ndim, int dtype, mlxgo_array* out);
 MLXGO_API int mlxgo_array_from_float(const float* v, int dtype, mlxgo_array* out);
 MLXGO_API int mlxgo_array_from_int(int64_t v, int dtype, mlxgo_array* out);
 /* Writes dtype, ndim and up to cap dims of the shape. */
