@@ -23,8 +23,8 @@ type RowModel interface {
 // ErrBatchClosed is the error rows end with when their batch is closed.
 var ErrBatchClosed = errors.New("the batch was closed")
 
-// Row is one sequence of a continuous batch: a request's prompt, its
-// generation options and where its tokens and result go.
+// Row is one sequence of a batch: a request's prompt, its generation options
+// and where its tokens and result go.
 type Row struct {
 	// Ctx cancelled ends the row at the next Step with Ctx's error; its
 	// caches are handed back through Done. Nil: never cancelled.
@@ -33,20 +33,23 @@ type Row struct {
 	// least one, since the last prompt token's logits give the first token.
 	Prompt []int32
 	// Caches already hold a prefix (from a prompt cache); nil: fresh ones
-	// from the model's NewCaches(Options.KV).
+	// from the model's NewCaches(Options.KV). KV quantization replaces
+	// entries of this slice in place. Options.Caches is not read.
 	Caches []kv.Cache
 	// PrefixTokens, when set, are the tokens Caches already hold (all of
 	// them): the repetition, presence and frequency penalties read them as
 	// Generate would have read them from the whole prompt.
 	PrefixTokens []int32
 	// Options as for Generate, Logprobs and TopLogprobs included. KV
-	// quantization (KV.KVBits > 0) is refused: generate_step swaps a row's
-	// caches for quantized ones mid-generation, which the batch's decode
-	// step does not do (yet).
+	// quantization (KV.KVBits > 0 or KV.Layers) needs a batch of one row
+	// (NewCappedBatch(m, 1)): generate_step swaps a row's caches for
+	// quantized ones mid-generation, which the rows' shared decode step
+	// does not do (yet).
 	Options Options
-	// Seed, when set, gives the row the draws mlx.Seed(*Seed) followed by
-	// Generate would make; nil takes a fresh key from MLX's global random
-	// sequence when the row is added.
+	// Seed, when set, gives the row its own random key: the draws
+	// mlx.Seed(*Seed) followed by Generate would make, whatever other rows
+	// draw meanwhile. Nil: the row samples from MLX's global random
+	// sequence, as generate_step does.
 	Seed *uint64
 	// Emit gets each generated token; ErrStop ends the row (finish "stop"),
 	// another error ends it with that error. Nil: tokens are dropped.
@@ -56,28 +59,42 @@ type Row struct {
 	// caller's now: keep them or kv.FreeAll them) and nil for an EOS, a stop
 	// or a length finish. The caches hold the first Offset() tokens of
 	// prefix + Prompt + emitted tokens: after an EOS every emitted token
-	// (the EOS itself is never fed); after any other end all but the last
-	// emitted one, which was sampled and never fed back. Nil: the caches
-	// are freed.
+	// (the EOS itself is never kept), after any other end all but the last
+	// emitted one. Nil: the caches are freed.
 	Done func(st Stats, caches []kv.Cache, err error)
 }
 
-// Batch decodes many rows together on one MLX executor: continuous
-// batching. Each Step runs at most one prefill chunk of one waiting row,
-// then one decode step of every decoding row, so a long prompt never stalls
-// the streams already running. Each row keeps its own caches, processors'
-// history, sampler and random key, so its tokens are exactly those Generate
-// would give it alone. A Batch belongs to the executor: every method runs
-// inside mlx.Do, called by one goroutine. Emit and Done may call Add.
+// Batch is the one scheduler of generation: it decodes rows together on one
+// MLX executor (continuous batching), one row being the case Generate
+// runs. Each Step runs at most one prefill chunk of one waiting row, then
+// one decode step of every decoding row, so a long prompt never stalls the
+// streams already running. Decoding runs one step ahead, as generate_step
+// does: the next step's graph is queued before the tokens of this one are
+// read back, so host work (emit, detokenizing, the HTTP writes behind it)
+// overlaps the model. Each row keeps its own caches, processors' history,
+// sampler and random key, so its tokens are exactly those Generate would
+// give it alone. A Batch belongs to the executor: every method runs inside
+// mlx.Do, called by one goroutine. Emit and Done may call Add.
 type Batch struct {
-	m        RowModel
+	m        Model
+	rows     RowModel    // nil: m cannot decode rows in one call
+	cap      int         // the most rows; 0: no cap
 	waiting  []*batchRow // admitted, prompt not finished; the first prefills
 	decoding []*batchRow
 	steps    int
 }
 
-// NewBatch returns an empty batch over m.
-func NewBatch(m RowModel) *Batch { return &Batch{m: m} }
+// NewBatch returns an empty batch over m with no cap on its rows.
+func NewBatch(m Model) *Batch { return NewCappedBatch(m, 0) }
+
+// NewCappedBatch returns an empty batch over m that holds at most rows rows
+// (0: no cap). A batch of one row takes rows with quantized KV, and needs
+// no RowModel.
+func NewCappedBatch(m Model, rows int) *Batch {
+	b := &Batch{m: m, cap: rows}
+	b.rows, _ = m.(RowModel)
+	return b
+}
 
 // Len is the number of rows added and not ended.
 func (b *Batch) Len() int { return len(b.waiting) + len(b.decoding) }
@@ -85,18 +102,24 @@ func (b *Batch) Len() int { return len(b.waiting) + len(b.decoding) }
 // Decoding is the number of rows in the decode set now.
 func (b *Batch) Decoding() int { return len(b.decoding) }
 
-// batchRow is a row's state between steps; its loop is the same state
-// Generate keeps (caches, processors, token history).
+// batchRow is a row's state between steps; its loop is the state one
+// generation keeps (caches, processors, token history).
 type batchRow struct {
 	Row
 	l         *loop
-	key       *keyed // nil for greedy sampling
+	key       *keyed // nil: greedy, or the global random sequence
 	pending   []int32
-	last      int32 // the token to feed next
+	prefix    int // tokens the caches held when the row was added
 	maxTokens int
 	eos       map[int32]bool
+	sawEOS    bool
+	quantized bool // its KV is quantized: it decodes alone
 	st        Stats
 	start     time.Time
+	// y and lp are the token sampled by the last step queued for the row
+	// and its log-probabilities: evaluated asynchronously, not yet read.
+	// Detached: they outlive the step that made them.
+	y, lp *mlx.Array
 }
 
 // Add validates r and queues it for prefill. On an error nothing is kept
@@ -117,11 +140,14 @@ func (b *Batch) Add(r Row) error {
 			prefix = r.Caches[0].Offset()
 		}
 	}
+	quantized := o.KV.KVBits > 0 || len(o.KV.Layers) > 0
 	switch {
+	case b.cap > 0 && b.Len() >= b.cap:
+		return fmt.Errorf("cannot add the row: the batch holds its cap of %d rows", b.cap)
 	case len(r.PrefixTokens) > 0 && len(r.PrefixTokens) != prefix:
 		return fmt.Errorf("cannot add the row: %d prefix tokens for caches holding %d", len(r.PrefixTokens), prefix)
-	case o.KV.KVBits > 0 || len(o.KV.Layers) > 0:
-		return errors.New("cannot batch a row with a quantized kv cache: KV bits must be 0")
+	case quantized && b.cap != 1:
+		return errors.New("cannot batch a row with a quantized kv cache: KV bits must be 0, or the batch one row")
 	}
 	l, maxTokens, err := newLoop(b.m, o, len(r.Prompt), prefix+len(r.Prompt))
 	if err != nil {
@@ -131,15 +157,17 @@ func (b *Batch) Add(r Row) error {
 		Row:       r,
 		l:         l,
 		pending:   append([]int32(nil), r.Prompt...),
+		prefix:    prefix,
 		maxTokens: maxTokens,
 		eos:       eosSet(o.EOS),
+		quantized: quantized,
 		st:        Stats{PromptTokens: len(r.Prompt)},
 	}
 	if row.Ctx == nil {
 		row.Ctx = context.Background()
 	}
-	if c, ok := l.sampler.(*chain); ok {
-		if row.key, err = newKeyed(c, r.Seed); err != nil {
+	if c, ok := l.sampler.(*chain); ok && r.Seed != nil {
+		if row.key, err = newKeyed(c, *r.Seed); err != nil {
 			return err
 		}
 		l.sampler = row.key
@@ -157,10 +185,11 @@ func (b *Batch) Add(r Row) error {
 }
 
 // Step runs one scheduling step: cancelled rows leave, the first waiting row
-// runs one prefill chunk (and, once its prompt is done, samples its first
-// token and joins the decode set), then every decoding row decodes one
-// token. Rows that end call Done and leave. Step returns an error only for a
-// failure that ends every row (all their Done get it).
+// runs one prefill chunk (and, once its prompt is done, queues the step
+// that samples its first token and joins the decode set), then every
+// decoding row decodes one token. Rows that end call Done and leave. Step
+// returns an error only for a failure that ends every row (all their Done
+// get it).
 func (b *Batch) Step() error {
 	s := mlx.NewScope()
 	defer s.Close()
@@ -175,7 +204,7 @@ func (b *Batch) Step() error {
 		}
 	}
 	b.steps++
-	if b.steps%256 == 0 {
+	if b.steps%256 == 1 {
 		// generate_step returns freed buffers every 256 tokens.
 		if err := mlx.ClearCache(); err != nil {
 			b.endAll(err)
@@ -199,9 +228,9 @@ func (b *Batch) reapCancelled() {
 	}
 }
 
-// prefill runs one chunk of r's prompt with Generate's split (chunks of
+// prefill runs one chunk of r's prompt with generate_step's split (chunks of
 // min(PrefillStepSize, remaining-1), so the caches get the same bits), and
-// when one token is left, the step that samples r's first token.
+// when one token is left, queues the step that samples r's first token.
 func (b *Batch) prefill(r *batchRow) {
 	if r.start.IsZero() {
 		r.start = time.Now()
@@ -221,7 +250,7 @@ func (b *Batch) prefill(r *batchRow) {
 	}
 	y, lp, err := r.l.step(mlx.FromSlice(r.pending, 1))
 	if err == nil {
-		err = r.eval(y, lp)
+		err = r.queue(y, lp)
 	}
 	r.pending = nil
 	b.waiting = remove(b.waiting, r)
@@ -230,74 +259,148 @@ func (b *Batch) prefill(r *batchRow) {
 		return
 	}
 	b.decoding = append(b.decoding, r)
-	b.accept(r, y, lp)
 }
 
 // keepHistory takes the processors' token history out of the step's scopes:
 // it lives as long as the row.
 func (r *batchRow) keepHistory() { mlx.Detach(r.l.tokens) }
 
-// eval computes a step's token and log-probabilities, and the row's next
-// random key, so the key's graph never grows from step to step.
-func (r *batchRow) eval(y, lp *mlx.Array) error {
+// queue makes y and lp the row's pending token; evalArrays are what must be
+// evaluated with them.
+func (r *batchRow) queue(y, lp *mlx.Array) error {
 	r.keepHistory()
-	arrs := []*mlx.Array{y, lp}
-	if r.key != nil {
-		arrs = append(arrs, r.key.key)
-	}
-	if err := mlx.Eval(arrs...); err != nil {
+	mlx.Detach(y, lp)
+	r.y, r.lp = y, lp
+	if err := mlx.AsyncEval(r.evalArrays()...); err != nil {
 		return fmt.Errorf("cannot run the model: %w", err)
 	}
 	return nil
 }
 
-// decode runs one decode step of every decoding row: plain Forward when
-// one row decodes (what Generate costs), ForwardRows otherwise.
+// evalArrays are the pending token, its log-probabilities and the row's
+// next random key, evaluated together so the key's graph never grows from
+// step to step.
+func (r *batchRow) evalArrays() []*mlx.Array {
+	arrs := []*mlx.Array{r.y, r.lp}
+	if r.key != nil {
+		arrs = append(arrs, r.key.key)
+	}
+	return arrs
+}
+
+// ahead reports whether r may run a step past its pending token before
+// reading it: not when that token is the last MaxTokens allows
+// (generate_step computes no token after the last), nor when the token
+// that step feeds could not be trimmed off again should the row end (a
+// rotating cache about to evict), since Done's caches must hold what the
+// row accepted.
+func (r *batchRow) ahead() bool {
+	if r.maxTokens > 0 && r.st.GeneratedTokens+1 >= r.maxTokens {
+		return false
+	}
+	for _, c := range r.l.caches {
+		if rc, ok := c.(*kv.Rotating); ok && rc.Offset()+1 >= rc.MaxSize() {
+			return false
+		} else if !ok && !c.Trimmable() {
+			return false
+		}
+	}
+	return true
+}
+
+// decode runs one decode step of every decoding row, one step ahead where
+// it can: the steps fed with the rows' pending tokens are queued first,
+// then those tokens are read back and accepted. A row that may not run
+// ahead has its pending token read first and its step fed with it. One row
+// decodes with plain Forward (what generate_step costs); several with
+// ForwardRows, except rows with quantized KV, which decode alone.
 func (b *Batch) decode() error {
 	rows := append([]*batchRow(nil), b.decoding...)
-	ys := make([]*mlx.Array, len(rows))
-	lps := make([]*mlx.Array, len(rows))
-	if len(rows) == 1 {
-		r := rows[0]
-		y, lp, err := r.l.step(mlx.FromSlice([]int32{r.last}, 1))
+	input := make(map[*batchRow]*mlx.Array, len(rows))
+	var aheadRows []*batchRow
+	for _, r := range rows {
+		if r.ahead() {
+			input[r] = r.y
+			aheadRows = append(aheadRows, r)
+			continue
+		}
+		if tok, ok := b.accept(r); ok {
+			input[r] = mlx.FromSlice([]int32{tok}, 1)
+		}
+	}
+	var together, alone []*batchRow
+	for _, r := range rows {
+		switch {
+		case input[r] == nil:
+		case r.quantized || b.rows == nil:
+			alone = append(alone, r)
+		default:
+			together = append(together, r)
+		}
+	}
+	if len(together) == 1 {
+		alone, together = append(alone, together...), nil
+	}
+	next := make(map[*batchRow][2]*mlx.Array, len(rows))
+	for _, r := range alone {
+		y, lp, err := r.l.step(input[r])
 		if err != nil {
 			return err
 		}
-		if err := r.eval(y, lp); err != nil {
-			return err
+		r.keepHistory()
+		next[r] = [2]*mlx.Array{y, lp}
+	}
+	if len(together) > 0 {
+		last := make([]*mlx.Array, len(together))
+		caches := make([][]kv.Cache, len(together))
+		for i, r := range together {
+			last[i], caches[i] = mlx.AsType(input[r], mlx.Int32), r.l.caches
 		}
-		ys[0], lps[0] = y, lp
-	} else {
-		last := make([]int32, len(rows))
-		caches := make([][]kv.Cache, len(rows))
-		for i, r := range rows {
-			last[i], caches[i] = r.last, r.l.caches
-		}
-		logits := b.m.ForwardRows(mlx.FromSlice(last, len(rows), 1), caches)
+		n := len(together)
+		logits := b.rows.ForwardRows(mlx.Reshape(mlx.Concatenate(last, 0), n, 1), caches)
 		if err := logits.Err(); err != nil {
 			return fmt.Errorf("cannot run the model: %w", err)
 		}
-		if sh := logits.Shape(); len(sh) != 3 || sh[0] != len(rows) || sh[1] != 1 {
-			return fmt.Errorf("cannot run the model: logits of shape %v for %d rows, want [%d, 1, vocab]", sh, len(rows), len(rows))
+		if sh := logits.Shape(); len(sh) != 3 || sh[0] != n || sh[1] != 1 {
+			return fmt.Errorf("cannot run the model: logits of shape %v for %d rows, want [%d, 1, vocab]", sh, n, n)
 		}
-		var arrs []*mlx.Array
-		for i, r := range rows {
-			y, lp, err := r.sampleRow(mlx.FromSlice(last[i:i+1], 1), logits, i)
+		for i, r := range together {
+			y, lp, err := r.sampleRow(last[i], logits, i)
 			if err != nil {
 				return err
 			}
-			ys[i], lps[i] = y, lp
-			arrs = append(arrs, y, lp)
+			next[r] = [2]*mlx.Array{y, lp}
+		}
+	}
+	var arrs []*mlx.Array
+	for _, r := range rows {
+		if yl, ok := next[r]; ok {
+			mlx.Detach(yl[0], yl[1])
+			arrs = append(arrs, yl[0], yl[1])
 			if r.key != nil {
 				arrs = append(arrs, r.key.key)
 			}
 		}
-		if err := mlx.Eval(arrs...); err != nil {
+	}
+	if len(arrs) > 0 {
+		if err := mlx.AsyncEval(arrs...); err != nil {
+			for _, yl := range next {
+				yl[0].Free()
+				yl[1].Free()
+			}
 			return fmt.Errorf("cannot run the model: %w", err)
 		}
 	}
-	for i, r := range rows {
-		b.accept(r, ys[i], lps[i])
+	for _, r := range aheadRows {
+		if _, ok := b.accept(r); !ok {
+			yl := next[r]
+			yl[0].Free()
+			yl[1].Free()
+			delete(next, r)
+		}
+	}
+	for r, yl := range next {
+		r.y, r.lp = yl[0], yl[1]
 	}
 	return nil
 }
@@ -313,30 +416,32 @@ func (r *batchRow) sampleRow(input, logits *mlx.Array, i int) (y, logprobs *mlx.
 	return y, logprobs, err
 }
 
-// accept handles r's sampled token y (evaluated) as Generate's loop does:
-// EOS ends the row unemitted; otherwise the token is emitted, and ErrStop,
-// an emit error, cancellation or MaxTokens end the row.
-func (b *Batch) accept(r *batchRow, y, lp *mlx.Array) {
-	tok, err := readToken(y)
+// accept reads r's pending token and handles it as generate_step's caller
+// does: EOS ends the row unemitted; otherwise the token is emitted, and
+// ErrStop, an emit error, cancellation or MaxTokens end the row. It frees
+// the pending arrays and returns the token and whether the row goes on.
+func (b *Batch) accept(r *batchRow) (int32, bool) {
+	tok, err := readToken(r.y)
+	var info Logprob
+	if err == nil && r.Options.Logprobs != nil && !r.eos[tok] {
+		// lp is evaluated with y; it is read before it is freed.
+		info, err = readLogprobs(r.lp, tok, r.Options.TopLogprobs)
+	}
+	r.y.Free()
+	r.lp.Free()
+	r.y, r.lp = nil, nil
 	if err != nil {
 		b.end(r, fmt.Errorf("cannot read the sampled token: %w", err))
-		return
+		return 0, false
 	}
 	if r.st.FirstToken.IsZero() {
 		r.st.FirstToken = time.Now()
 		r.st.PrefillDuration = r.st.FirstToken.Sub(r.start)
 	}
 	if r.eos[tok] {
-		r.st.FinishReason = FinishStop
+		r.st.FinishReason, r.sawEOS = FinishStop, true
 		b.end(r, nil)
-		return
-	}
-	var info Logprob
-	if r.Options.Logprobs != nil {
-		if info, err = readLogprobs(lp, tok, r.Options.TopLogprobs); err != nil {
-			b.end(r, err)
-			return
-		}
+		return 0, false
 	}
 	r.st.GeneratedTokens++
 	r.st.DecodeDuration = time.Since(r.st.FirstToken)
@@ -350,29 +455,42 @@ func (b *Batch) accept(r *batchRow, y, lp *mlx.Array) {
 				err = nil
 			}
 			b.end(r, err)
-			return
+			return 0, false
 		}
 	}
 	if err := r.Ctx.Err(); err != nil {
 		r.st.FinishReason = FinishCancelled
 		b.end(r, err)
-		return
+		return 0, false
 	}
 	if r.maxTokens > 0 && r.st.GeneratedTokens >= r.maxTokens {
 		r.st.FinishReason = FinishLength
 		b.end(r, nil)
-		return
+		return 0, false
 	}
-	r.last = tok
+	return tok, true
 }
 
 // end takes r out of the batch, frees its own arrays and hands its caches
-// to Done.
+// to Done, trimmed of the token a step run ahead fed them.
 func (b *Batch) end(r *batchRow, err error) {
 	b.waiting = remove(b.waiting, r)
 	b.decoding = remove(b.decoding, r)
 	if r.st.FinishReason == "" && err == nil {
 		r.st.FinishReason = FinishLength
+	}
+	r.y.Free()
+	r.lp.Free()
+	r.y, r.lp = nil, nil
+	caches := r.l.caches
+	if len(caches) > 0 && r.st.GeneratedTokens > 0 {
+		held := r.prefix + len(r.Prompt) + r.st.GeneratedTokens
+		if !r.sawEOS {
+			held-- // the last emitted token was never fed back
+		}
+		if extra := caches[0].Offset() - held; extra > 0 {
+			kv.Trim(caches, extra)
+		}
 	}
 	st := r.l.finish(r.st)
 	r.l.tokens.Free()
@@ -380,7 +498,6 @@ func (b *Batch) end(r *batchRow, err error) {
 	if r.key != nil {
 		r.key.free()
 	}
-	caches := r.l.caches
 	r.l.caches = nil
 	if r.Done == nil {
 		kv.FreeAll(caches)

@@ -16,35 +16,13 @@ type keyed struct {
 	key *mlx.Array // detached: it lives as long as the row
 }
 
-func newKeyed(c *chain, seed *uint64) (*keyed, error) {
-	var s uint64
-	if seed != nil {
-		s = *seed
-	} else {
-		var err error
-		if s, err = globalSeed(); err != nil {
-			return nil, err
-		}
-	}
-	k := mlx.Key(s)
+func newKeyed(c *chain, seed uint64) (*keyed, error) {
+	k := mlx.Key(seed)
 	if err := mlx.Eval(k); err != nil {
 		return nil, fmt.Errorf("cannot make the row's random key: %w", err)
 	}
 	mlx.Detach(k)
 	return &keyed{c: c, key: k}, nil
-}
-
-// globalSeed draws a seed from MLX's global random sequence, so an unseeded
-// row still follows mlx.Seed: two float32 uniforms give 46 random bits.
-func globalSeed() (uint64, error) {
-	s := mlx.NewScope()
-	defer s.Close()
-	u := mlx.Uniform(mlx.Scalar(0, mlx.Float32), mlx.Scalar(1, mlx.Float32), []int{2}, mlx.Float32, nil)
-	v, err := u.Float32s()
-	if err != nil {
-		return 0, fmt.Errorf("cannot draw a random key: %w", err)
-	}
-	return uint64(v[0]*(1<<23))<<32 | uint64(v[1]*(1<<23)), nil
 }
 
 // Sample is chain.Sample with the row's next key.

@@ -114,106 +114,38 @@ func (s Stats) DecodeTPS() float64 {
 // Generate runs prompt through m and calls emit with each generated token as
 // soon as it is on the host, until an EOS id, MaxTokens, the context length,
 // emit returning ErrStop, or ctx being cancelled (then it returns ctx's error
-// with the stats so far). It must run on the MLX executor.
+// with the stats so far). It must run on the MLX executor. It is a Batch of
+// one row: generate_step's loop (prefill split, KV quantization switch-over,
+// one step ahead) is the batch's, and sampling draws from MLX's global
+// random sequence, so mlx.Seed before Generate is mx.random.seed.
 func Generate(ctx context.Context, m Model, prompt []int32, o Options, emit func(tok int32) error) (Stats, error) {
-	st := Stats{PromptTokens: len(prompt)}
-	prefix := 0
-	if len(o.Caches) > 0 {
-		prefix = o.Caches[0].Offset()
-	}
-	l, maxTokens, err := newLoop(m, o, len(prompt), prefix+len(prompt))
-	if err != nil {
-		return st, err
-	}
-	outer := mlx.NewScope()
-	defer outer.Close()
-	if l.caches = o.Caches; l.caches == nil {
-		l.caches = m.NewCaches(o.KV)
-		defer func() { kv.FreeAll(l.caches) }()
-	}
-
-	start := time.Now()
-	rest, err := l.prefill(ctx, prompt)
-	if err != nil {
-		if ctx.Err() != nil {
-			st.FinishReason = FinishCancelled
-		}
-		return l.finish(st), err
-	}
-	y, lp, err := l.step(mlx.FromSlice(rest, len(rest)))
-	if err != nil {
-		return st, err
-	}
-	if err := mlx.AsyncEval(y, lp); err != nil {
-		return st, err
-	}
-
-	eos := eosSet(o.EOS)
-	st.FinishReason = FinishLength
-	for n := 0; maxTokens <= 0 || n < maxTokens; n++ {
-		// One step ahead: the next token's graph is queued before this
-		// token is read back, so the host work below overlaps the model.
-		var nextY, nextLP *mlx.Array
-		if maxTokens <= 0 || n+1 < maxTokens {
-			if nextY, nextLP, err = l.step(y); err != nil {
-				return l.finish(st), err
+	var (
+		st    Stats
+		err   error
+		ended bool
+	)
+	row := Row{Ctx: ctx, Prompt: prompt, Caches: o.Caches, Options: o, Emit: emit,
+		Done: func(s Stats, caches []kv.Cache, e error) {
+			st, err, ended = s, e, true
+			if o.Caches == nil {
+				kv.FreeAll(caches)
 			}
-			if err := mlx.AsyncEval(nextY, nextLP); err != nil {
-				return l.finish(st), err
-			}
-		}
-		v, err := readToken(y)
-		if err != nil {
-			return l.finish(st), fmt.Errorf("cannot read the sampled token: %w", err)
-		}
-		if n == 0 {
-			st.FirstToken = time.Now()
-			st.PrefillDuration = st.FirstToken.Sub(start)
-		}
-		tok := v
-		var info Logprob
-		if o.Logprobs != nil && !eos[tok] {
-			// lp is evaluated with y; it is read before it is freed.
-			if info, err = readLogprobs(lp, tok, o.TopLogprobs); err != nil {
-				return l.finish(st), err
-			}
-		}
-		y.Free()
-		lp.Free()
-		y, lp = nextY, nextLP
-		if eos[tok] {
-			st.FinishReason = FinishStop
-			break
-		}
-		st.GeneratedTokens++
-		st.DecodeDuration = time.Since(st.FirstToken)
-		if o.Logprobs != nil {
-			o.Logprobs(info)
-		}
-		if err := emit(tok); err != nil {
-			if errors.Is(err, ErrStop) {
-				st.FinishReason = FinishStop
-				break
-			}
-			return l.finish(st), err
-		}
-		if err := ctx.Err(); err != nil {
-			st.FinishReason = FinishCancelled
-			return l.finish(st), err
-		}
-		if n%256 == 0 {
-			// generate_step returns freed buffers every 256 tokens.
-			if err := mlx.ClearCache(); err != nil {
-				return l.finish(st), err
-			}
+		}}
+	b := NewCappedBatch(m, 1)
+	if err := b.Add(row); err != nil {
+		return Stats{PromptTokens: len(prompt)}, err
+	}
+	for !ended {
+		if serr := b.Step(); serr != nil && !ended {
+			return st, serr // not reached: a failed Step ends the row
 		}
 	}
-	return l.finish(st), nil
+	return st, err
 }
 
 // newLoop checks o for a generation whose prompt has promptLen tokens to
 // run and total tokens in all (a cached prefix included), and builds the
-// loop state Generate and Batch share, caches aside. maxTokens is MaxTokens,
+// loop state of one row, caches aside. maxTokens is MaxTokens,
 // or what the context leaves when MaxTokens is unset.
 func newLoop(m Model, o Options, promptLen, total int) (l *loop, maxTokens int, err error) {
 	switch {
