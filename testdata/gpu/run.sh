@@ -11,6 +11,9 @@
 #            (L1_ORACLE_FLAGS=--no-checks skips the oracle's rerun and no-compile runs)
 #   bench1b  mlxgo generate vs mlx-lm, alternating (bench.py), Llama-3.2-1B shape bf16 + q4g64
 #   bench8b  the same for the Llama-3.1-8B shape
+#   benchserve mlxgo serve --batch N against mlx_lm.server --decode-concurrency N (its
+#            BatchGenerator), N concurrent 512-token streams (server/testdata/bench_serve.py):
+#            SERVE_SHAPES (default "llama1b-bf16:16 llama1b-bf16:64 llama8b-bf16:16")
 #   hostcost the host's share of a decode step on the 1B shape (models.test benchmarks):
 #            building one step's graph, and decode with and without pipelining
 #   summary  one table from the bench JSON
@@ -108,6 +111,21 @@ stage_bench1b() {
 stage_bench8b() {
 	"$PY" testdata/gpu/make_big.py --out "$W/big" --tokenizer "$W/tok/llama3_1" 8b || return 1
 	bench_one "$W/big/llama8b-bf16" 2; bench_one "$W/big/llama8b-q4g64" 2
+}
+
+stage_benchserve() {
+	export MLXGO_NATIVE_DIR=$PACK
+	local sb m b
+	for sb in ${SERVE_SHAPES:-llama1b-bf16:16 llama1b-bf16:64 llama8b-bf16:16}; do
+		m=${sb%%:*} b=${sb##*:}
+		[ -d "$W/big/$m" ] || { log "benchserve: $m not made (run bench1b/bench8b first)"; continue; }
+		"$PY" server/testdata/bench_serve.py --model "$W/big/$m" --mlxgo "$W/bin/mlxgo" --rounds 1 \
+			--max-tokens 128 --prompt-tokens 512 --batch "$b" --concurrency "$b" \
+			--json "$OUT/serve-$m-b$b.json" > "$OUT/serve-$m-b$b.txt" 2>&1
+		echo "serve $m --batch $b: rc=$?"
+		grep -E '^  (mlxgo|mlx_lm|generate):' "$OUT/serve-$m-b$b.txt"
+		keep "$OUT/serve-$m-b$b.json" "$OUT/serve-$m-b$b.txt"
+	done
 }
 
 stage_hostcost() {
