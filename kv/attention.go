@@ -7,10 +7,12 @@ import (
 )
 
 // Mask is an attention mask in mlx-lm's three forms: none (the zero value),
-// the "causal" string handled inside fast SDPA, or a boolean array.
+// the "causal" string handled inside fast SDPA, or a boolean array; or, made
+// by a Rows cache, one mask per row of a decode batch.
 type Mask struct {
 	Causal bool
 	Array  *mlx.Array
+	Rows   []Mask
 }
 
 // CausalMask is base.create_causal_mask: query i (at position offset+i) sees
@@ -47,11 +49,11 @@ func cacheMask(n, offset int, returnArray bool, windowSize int) Mask {
 }
 
 // AttentionMask is base.create_attention_mask for h of n tokens: the cache's
-// own mask when there is a cache, otherwise causal (an array when a window
-// is narrower than n).
+// own mask when there is a KV cache, otherwise causal (an array when a
+// window is narrower than n).
 func AttentionMask(n int, c Cache, windowSize int) Mask {
-	if c != nil {
-		return c.MakeMask(n, windowSize, false)
+	if k, ok := c.(KV); ok {
+		return k.MakeMask(n, windowSize, false)
 	}
 	if n == 1 {
 		return Mask{}

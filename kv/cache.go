@@ -1,5 +1,8 @@
-// Package kv holds the key/value caches of decoder attention and the attention
-// dispatch that reads them, mirroring mlx-lm's models/cache.py and
+// Package kv holds the per-layer caches of decoder models: the lifetime every
+// cache has (Cache), the key/value caches of attention layers (KV: KVCache,
+// Rotating, Quantized, and Rows, the fan-out over a decode batch's rows), the
+// state of recurrent layers (Recurrent: Arrays), and the attention dispatch
+// that reads them, mirroring mlx-lm's models/cache.py and
 // models/base.py op for op: the L1 fidelity contract (DESIGN.md §6) needs the
 // same slices, concatenations and zero padding, because attention reads the
 // cache buffers exactly as they are laid out.
@@ -51,19 +54,12 @@ func (o Options) GroupSize() int {
 	return DefaultKVGroupSize
 }
 
-// Cache is one attention layer's memory of past keys and values.
+// Cache is what every layer's cache has, whatever it keeps (keys and
+// values, or a recurrent state): its lifetime. It is what a model's
+// NewCaches returns one of per layer, and what a prompt cache stores.
 type Cache interface {
 	// Offset is the number of tokens seen so far (the position of the next).
 	Offset() int
-	// Size is the number of tokens attention can still read.
-	Size() int
-	// Attend stores keys and values [B, kvHeads, L, dim] (already rotated)
-	// and returns attention of queries [B, heads, L, dim] over the cache:
-	// mlx-lm's update_and_fetch followed by scaled_dot_product_attention.
-	Attend(queries, keys, values *mlx.Array, scale float32, mask Mask) *mlx.Array
-	// MakeMask is the mask n new tokens need (cache.make_mask); windowSize 0
-	// means none.
-	MakeMask(n, windowSize int, returnArray bool) Mask
 	// State is the arrays to evaluate after a prefill chunk (mx.eval of
 	// cache.state); nil when empty.
 	State() []*mlx.Array
@@ -79,13 +75,53 @@ type Cache interface {
 	Free()
 }
 
+// KV is an attention layer's cache of past keys and values (mlx-lm's
+// KVCache, RotatingKVCache, QuantizedKVCache; Rows for a decode batch).
+type KV interface {
+	Cache
+	// Size is the number of tokens attention can still read.
+	Size() int
+	// Attend stores keys and values [B, kvHeads, L, dim] (already rotated)
+	// and returns attention of queries [B, heads, L, dim] over the cache:
+	// mlx-lm's update_and_fetch followed by scaled_dot_product_attention.
+	Attend(queries, keys, values *mlx.Array, scale float32, mask Mask) *mlx.Array
+	// MakeMask is the mask n new tokens need (cache.make_mask); windowSize 0
+	// means none.
+	MakeMask(n, windowSize int, returnArray bool) Mask
+}
+
 // Attention is the attention of one layer: through the cache when there is
-// one, plain fast SDPA otherwise (mlx-lm with cache=None).
+// one, plain fast SDPA otherwise (mlx-lm with cache=None). A cache that
+// keeps no keys and values is an error.
 func Attention(c Cache, queries, keys, values *mlx.Array, scale float32, mask Mask) *mlx.Array {
 	if c == nil {
 		return sdpa(queries, keys, values, scale, mask)
 	}
-	return c.Attend(queries, keys, values, scale, mask)
+	k, ok := c.(KV)
+	if !ok {
+		return mlx.ErrorArray(fmt.Errorf("cannot attend through a %T: it keeps no keys and values", c))
+	}
+	return k.Attend(queries, keys, values, scale, mask)
+}
+
+// Position is where a layer's new tokens start, as RoPE takes it: one
+// offset, or, for the rows of a decode batch (Rows), one per row.
+type Position struct {
+	Offset int
+	Rows   *mlx.Array // int32 [B]; nil: Offset for every row
+}
+
+// PositionOf is the cache's offset (0 without a cache): mlx-lm's
+// cache.offset, which is an array of offsets for a batch's cache.
+func PositionOf(c Cache) Position {
+	switch c := c.(type) {
+	case nil:
+		return Position{}
+	case *Rows:
+		return Position{Rows: c.offsets()}
+	default:
+		return Position{Offset: c.Offset()}
+	}
 }
 
 // sdpa is mx.fast.scaled_dot_product_attention with mlx-lm's mask forms.
@@ -230,4 +266,13 @@ func setSlice2(x, v *mlx.Array, start, stop int) *mlx.Array {
 		return mlx.SliceUpdate(x, v, []int{0, 0, start}, []int{0, 0, stop})
 	}
 	return mlx.SliceUpdate(x, v, []int{0, 0, start, 0}, []int{sh[0], sh[1], stop, sh[3]})
+}
+
+// At is caches[i], or nil when there are no caches (a forward pass without
+// cache).
+func At(caches []Cache, i int) Cache {
+	if i < 0 || i >= len(caches) {
+		return nil
+	}
+	return caches[i]
 }
