@@ -119,8 +119,8 @@ func LogMel(samples []float32, nMels, padding int) (*Mel, error) {
 	x := make([]float32, n+2*pad)
 	copy(x[pad:], samples)
 	for i := 0; i < pad; i++ {
-		x[pad-1-i] = x[pad+1+i]     // prefix = x[1:pad+1][::-1]
-		x[pad+n+i] = x[pad+n-2-i]   // suffix = x[-(pad+1):-1][::-1]
+		x[pad-1-i] = x[pad+1+i]   // prefix = x[1:pad+1][::-1]
+		x[pad+n+i] = x[pad+n-2-i] // suffix = x[-(pad+1):-1][::-1]
 	}
 	t := (len(x) - NFFT + HopLength) / HopLength
 	frames := make([]float32, t*NFFT)

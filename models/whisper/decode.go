@@ -1,0 +1,301 @@
+package whisper
+
+import (
+	"bytes"
+	"compress/zlib"
+	"fmt"
+	"math"
+	"strings"
+	"unicode"
+
+	"github.com/mlxgo/mlxgo/mlx"
+)
+
+// DecodeOptions are the DecodingOptions mlxgo honours (greedy only).
+type DecodeOptions struct {
+	Temperature float64
+	// Prompt is the previous context (token ids), put after <|startofprev|>.
+	Prompt []int32
+	// WithoutTimestamps adds <|notimestamps|> and drops the timestamp rules.
+	WithoutTimestamps bool
+	// SampleLen caps the sampled tokens (0: n_text_ctx / 2, mlx-whisper's default).
+	SampleLen int
+	// Seed seeds sampling at temperature > 0.
+	Seed uint64
+	// Trace, when set, receives each step's decoder logits for the last
+	// position (float32, before any filter) and the token chosen.
+	Trace func(step int, logits []float32, token int32)
+}
+
+// DecodeResult is one window's DecodingResult.
+type DecodeResult struct {
+	Tokens           []int32
+	Text             string
+	AvgLogprob       float64
+	NoSpeechProb     float64
+	Temperature      float64
+	CompressionRatio float64
+}
+
+// Decoder holds what decoding needs besides the model: the tokenizer and the
+// logit filters' masks.
+type Decoder struct {
+	M   *Model
+	Tok *Tokenizer
+
+	suppress []float32 // SuppressTokens' mask, 0 or -inf
+	blank    []int32   // SuppressBlank's tokens: encode(" ") + eot
+}
+
+// NewDecoder prepares the filters of mlx-whisper's DecodingTask.
+func NewDecoder(m *Model, t *Tokenizer) (*Decoder, error) {
+	d := &Decoder{M: m, Tok: t, suppress: make([]float32, m.Dims.NVocab)}
+	ids, err := t.SuppressTokens()
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range ids {
+		d.suppress[id] = float32(math.Inf(-1))
+	}
+	sp, err := t.Encode(" ")
+	if err != nil {
+		return nil, err
+	}
+	d.blank = append(sp, t.EOT)
+	return d, nil
+}
+
+// InitialTokens is DecodingTask._get_initial_tokens (no prefix): the prompt
+// after <|startofprev|>, its last n_text_ctx/2 − 1 tokens, then the start sequence.
+func (d *Decoder) InitialTokens(o DecodeOptions) []int32 {
+	seq := append([]int32(nil), d.Tok.SOTSequence...)
+	if o.WithoutTimestamps {
+		seq = append(seq, d.Tok.NoTimestamps)
+	}
+	if len(o.Prompt) == 0 {
+		return seq
+	}
+	p := o.Prompt
+	if keep := d.M.Dims.NTextCtx/2 - 1; len(p) > keep {
+		p = p[len(p)-keep:]
+	}
+	out := append([]int32{d.Tok.SOTPrev}, p...)
+	return append(out, seq...)
+}
+
+func compressionRatio(text string) float64 {
+	b := []byte(text)
+	var z bytes.Buffer
+	w, _ := zlib.NewWriterLevel(&z, zlib.DefaultCompression)
+	w.Write(b)
+	w.Close()
+	return float64(len(b)) / float64(z.Len())
+}
+
+// DecodeWindow is DecodingTask.run for one 30-second mel window [3000,
+// n_mels] (float32 host values, cast to the model's dtype on MLX as
+// mlx-whisper's .astype does). Call it on the executor.
+func (d *Decoder) DecodeWindow(mel []float32, o DecodeOptions) (*DecodeResult, error) {
+	s := mlx.NewScope()
+	defer s.Close()
+	dims := d.M.Dims
+	x := mlx.AsType(mlx.FromSlice(mel, 1, 2*dims.NAudioCtx, dims.NMels), d.M.Dtype)
+	audio := d.M.Encode(x)
+	if err := mlx.Eval(audio); err != nil {
+		return nil, fmt.Errorf("whisper encoder: %w", err)
+	}
+	return d.decodeFeatures(audio, o)
+}
+
+// Encode runs only the encoder on a window (for the oracle test).
+func (d *Decoder) Encode(mel []float32) ([]float32, error) {
+	s := mlx.NewScope()
+	defer s.Close()
+	dims := d.M.Dims
+	x := mlx.AsType(mlx.FromSlice(mel, 1, 2*dims.NAudioCtx, dims.NMels), d.M.Dtype)
+	return mlx.AsType(d.M.Encode(x), mlx.Float32).Float32s()
+}
+
+func (d *Decoder) decodeFeatures(audio *mlx.Array, o DecodeOptions) (*DecodeResult, error) {
+	t := d.Tok
+	dims := d.M.Dims
+	initial := d.InitialTokens(o)
+	sampleBegin := len(initial)
+	sotIndex := 0
+	for i, id := range initial {
+		if id == t.SOT {
+			sotIndex = i
+			break
+		}
+	}
+	sampleLen := o.SampleLen
+	if sampleLen <= 0 {
+		sampleLen = dims.NTextCtx / 2
+	}
+	maxInitial := -1
+	if !o.WithoutTimestamps {
+		// max_initial_timestamp 1.0 s over a precision of 30 s / n_audio_ctx.
+		maxInitial = int(math.RoundToEven(1.0 / (float64(30) / float64(dims.NAudioCtx))))
+	}
+	var cache Cache
+	defer cache.Free()
+	suppress := mlx.FromSlice(d.suppress, dims.NVocab)
+	blankMask := make([]float32, dims.NVocab)
+	for _, id := range d.blank {
+		blankMask[id] = float32(math.Inf(-1))
+	}
+	blank := mlx.FromSlice(blankMask, dims.NVocab)
+	var key *mlx.Array
+	if o.Temperature > 0 {
+		key = mlx.Key(o.Seed)
+		mlx.Detach(key)
+		defer func() { key.Free() }()
+	}
+	tokens := append([]int32(nil), initial...)
+	var sumLogprob float32
+	var noSpeech float64
+	inputs := initial
+	negInf := float32(math.Inf(-1))
+	for step := 0; step < sampleLen; step++ {
+		if step > 0 && len(tokens) > dims.NTextCtx {
+			break
+		}
+		ss := mlx.NewScope()
+		pre := d.M.Decode(mlx.FromSlice(inputs, 1, len(inputs)), audio, &cache)
+		n := len(inputs)
+		logits := mlx.Reshape(mlx.Slice(pre, []int{0, n - 1, 0}, []int{1, n, dims.NVocab}), 1, dims.NVocab)
+		if step == 0 {
+			row := mlx.Reshape(mlx.Slice(pre, []int{0, sotIndex, 0}, []int{1, sotIndex + 1, dims.NVocab}), 1, dims.NVocab)
+			probs := mlx.Softmax(row, []int{-1}, false)
+			p, err := mlx.Slice(probs, []int{0, int(t.NoSpeech)}, []int{1, int(t.NoSpeech) + 1}).Float32s()
+			if err != nil {
+				ss.Close()
+				return nil, fmt.Errorf("whisper decoder: %w", err)
+			}
+			noSpeech = float64(p[0])
+		}
+		var traced []float32
+		if o.Trace != nil {
+			var err error
+			if traced, err = logits.Float32s(); err != nil {
+				ss.Close()
+				return nil, fmt.Errorf("whisper decoder: %w", err)
+			}
+		}
+		// SuppressBlank, SuppressTokens, ApplyTimestampRules, in that order.
+		if len(tokens) == sampleBegin {
+			logits = mlx.Add(logits, blank)
+		}
+		logits = mlx.Add(logits, suppress)
+		if !o.WithoutTimestamps {
+			mask := make([]float32, dims.NVocab)
+			mask[t.NoTimestamps] = negInf
+			seq := tokens[sampleBegin:]
+			last := len(seq) >= 1 && seq[len(seq)-1] >= t.TimestampBegin
+			penult := len(seq) < 2 || seq[len(seq)-2] >= t.TimestampBegin
+			if last {
+				if penult {
+					fill(mask[t.TimestampBegin:], negInf)
+				} else {
+					fill(mask[:t.EOT], negInf)
+				}
+			}
+			// mlx-whisper 0.4.3 collects the *positions* of the timestamps
+			// in seq where OpenAI's code collects their values, so its
+			// "timestamps must not decrease" mask covers
+			// [timestamp_begin, position) — always empty. It is left out
+			// here the same way, so that the tokens stay identical.
+			if len(tokens) == sampleBegin {
+				fill(mask[:t.TimestampBegin], negInf)
+				if maxInitial >= 0 {
+					fill(mask[min(int(t.TimestampBegin)+maxInitial+1, len(mask)):], negInf)
+				}
+			}
+			lp := mlx.Subtract(logits, mlx.LogSumExp(logits, []int{-1}, true))
+			tsLp := mlx.LogSumExp(mlx.Slice(lp, []int{0, int(t.TimestampBegin)}, []int{1, dims.NVocab}), []int{-1}, true)
+			maxText := mlx.Max(mlx.Slice(lp, []int{0, 0}, []int{1, int(t.TimestampBegin)}), []int{-1}, true)
+			cmp, err := mlx.Greater(tsLp, maxText).Float32s()
+			if err != nil {
+				ss.Close()
+				return nil, fmt.Errorf("whisper timestamp rules: %w", err)
+			}
+			if cmp[0] != 0 {
+				fill(mask[:t.TimestampBegin], negInf)
+			}
+			logits = mlx.Add(logits, mlx.FromSlice(mask, 1, dims.NVocab))
+		}
+		var next *mlx.Array
+		if o.Temperature == 0 {
+			next = mlx.Argmax(logits, -1, false)
+		} else {
+			ks := mlx.SplitKey(key, 2)
+			nk := mlx.Reshape(mlx.Slice(ks, []int{0, 0}, []int{1, 2}), 2)
+			sub := mlx.Reshape(mlx.Slice(ks, []int{1, 0}, []int{2, 2}), 2)
+			if err := mlx.Eval(nk); err != nil {
+				ss.Close()
+				return nil, err
+			}
+			mlx.Detach(nk)
+			key.Free()
+			key = nk
+			next = mlx.Categorical(mlx.Divide(logits, mlx.Scalar(float32(o.Temperature), mlx.Float32)), -1, sub)
+		}
+		lp := mlx.Subtract(logits, mlx.LogSumExp(logits, []int{-1}, true))
+		cur := mlx.TakeAlongAxis(lp, mlx.Reshape(mlx.AsType(next, mlx.Int32), 1, 1), -1)
+		ids, err := mlx.AsType(next, mlx.Int32).Int32s()
+		if err != nil {
+			ss.Close()
+			return nil, fmt.Errorf("whisper decoder: %w", err)
+		}
+		cv, err := cur.Float32s()
+		ss.Close()
+		if err != nil {
+			return nil, fmt.Errorf("whisper decoder: %w", err)
+		}
+		id := ids[0]
+		// sum_logprobs += current_logprobs * (tokens[:, -1] != eot)
+		if tokens[len(tokens)-1] != t.EOT {
+			sumLogprob += cv[0] * 1
+		} else {
+			sumLogprob += cv[0] * 0
+			id = t.EOT
+		}
+		tokens = append(tokens, id)
+		if o.Trace != nil {
+			o.Trace(step, traced, id)
+		}
+		if id == t.EOT {
+			break
+		}
+		inputs = []int32{id}
+	}
+	out := tokens[sampleBegin:]
+	for i, id := range out {
+		if id == t.EOT {
+			out = out[:i]
+			break
+		}
+	}
+	out = append([]int32(nil), out...)
+	text := trimSpace(t.Decode(out))
+	return &DecodeResult{
+		Tokens:           out,
+		Text:             text,
+		AvgLogprob:       float64(sumLogprob) / float64(len(out)+1),
+		NoSpeechProb:     noSpeech,
+		Temperature:      o.Temperature,
+		CompressionRatio: compressionRatio(text),
+	}, nil
+}
+
+// trimSpace is Python's str.strip(): Unicode white space and the ASCII
+// separators \x1c-\x1f.
+func trimSpace(s string) string {
+	return strings.TrimFunc(s, func(r rune) bool { return unicode.IsSpace(r) || r >= 0x1c && r <= 0x1f })
+}
+
+func fill(s []float32, v float32) {
+	for i := range s {
+		s[i] = v
+	}
+}

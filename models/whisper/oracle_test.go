@@ -1,0 +1,195 @@
+package whisper
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/mlxgo/mlxgo/internal/testenv"
+	"github.com/mlxgo/mlxgo/models/whisper/audio"
+)
+
+// The fixtures testdata/whisper_oracle.py writes (make oracle-whisper).
+type oracleResult struct {
+	Clip      string `json:"clip"`
+	MelFrames int    `json:"mel_frames"`
+	Decodings []struct {
+		Tokens      []int32 `json:"tokens"`
+		Temperature float64 `json:"temperature"`
+		Steps       int     `json:"steps"`
+	} `json:"decodings"`
+	Text     string    `json:"text"`
+	Segments []Segment `json:"segments"`
+}
+
+func oracleDir(t *testing.T) (string, map[string]string) {
+	t.Helper()
+	dir := filepath.Join(testenv.RepoRoot(), ".cache", "oracle", "whisper")
+	b, err := os.ReadFile(filepath.Join(dir, "index.json"))
+	if err != nil {
+		testenv.Missing(t, "mlx-whisper oracle fixtures ("+err.Error()+")", "make oracle-whisper")
+	}
+	var idx struct {
+		Clips map[string]string `json:"clips"`
+	}
+	if err := json.Unmarshal(b, &idx); err != nil {
+		t.Fatal(err)
+	}
+	if len(idx.Clips) == 0 {
+		t.Fatal("the whisper oracle index lists no clips")
+	}
+	return dir, idx.Clips
+}
+
+func readF32(t *testing.T, path string) []float32 {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]float32, len(b)/4)
+	for i := range out {
+		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return out
+}
+
+func diff(a, b []float32) (n int, maxAbs float64) {
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			n++
+			maxAbs = max(maxAbs, math.Abs(float64(a[i])-float64(b[i])))
+		}
+	}
+	return n, maxAbs
+}
+
+// TestL1AgainstMLXWhisper: on each recorded clip, mlxgo's mel against
+// mlx-whisper's (reported, not required to be bit-identical: the shim has no
+// log10); then, fed mlx-whisper's mel, the encoder output of the first window
+// and the decoder logits of every step of every decoding (fallbacks and
+// long-form windows included) bit-identical, the same tokens, segments and
+// text; and from mlxgo's own mel, the same text.
+func TestL1AgainstMLXWhisper(t *testing.T) {
+	dir, clips := oracleDir(t)
+	d := loadDecoder(t)
+	{
+		for name, rel := range clips {
+			t.Run(name, func(t *testing.T) {
+				b, err := os.ReadFile(filepath.Join(dir, rel))
+				if err != nil {
+					t.Fatal(err)
+				}
+				var want oracleResult
+				if err := json.Unmarshal(b, &want); err != nil {
+					t.Fatal(err)
+				}
+				cd := filepath.Dir(filepath.Join(dir, rel))
+				f, err := os.Open(want.Clip)
+				if err != nil {
+					testenv.Missing(t, "clip "+want.Clip, "make oracle-whisper")
+				}
+				samples, _, err := audio.Load(f)
+				f.Close()
+				if err != nil {
+					t.Fatal(err)
+				}
+				var ours *audio.Mel
+				run(t, func() (err error) { ours, err = audio.LogMel(samples, d.M.Dims.NMels, audio.NSamples); return err })
+				theirs := &audio.Mel{Frames: want.MelFrames, NMels: d.M.Dims.NMels, Data: readF32(t, filepath.Join(cd, "mel.f32"))}
+				if ours.Frames != theirs.Frames || len(ours.Data) != len(theirs.Data) {
+					t.Fatalf("mel: %d frames, mlx-whisper %d", ours.Frames, theirs.Frames)
+				}
+				n, maxAbs := diff(ours.Data, theirs.Data)
+				t.Logf("mel: %d of %d values differ from mlx-whisper's, max abs diff %g", n, len(ours.Data), maxAbs)
+				if maxAbs > 1e-5 {
+					t.Errorf("mel max abs diff %g > 1e-5", maxAbs)
+				}
+
+				// Encoder output of the first window, from mlx-whisper's mel.
+				var enc []float32
+				run(t, func() (err error) {
+					enc, err = d.Encode(theirs.Window(0, min(audio.NFrames, theirs.Frames-audio.NFrames)))
+					return err
+				})
+				if n, m := diff(enc, readF32(t, filepath.Join(cd, "enc0.f32"))); n != 0 {
+					t.Errorf("encoder output, window 0: %d values differ, max abs %g", n, m)
+				}
+
+				type attempt struct {
+					logits [][]float32
+					tokens []int32
+				}
+				var got []attempt
+				o := DefaultOptions()
+				o.Trace = func(a, step int, logits []float32, tok int32) {
+					for len(got) <= a {
+						got = append(got, attempt{})
+					}
+					got[a].logits = append(got[a].logits, logits)
+					if tok != d.Tok.EOT {
+						got[a].tokens = append(got[a].tokens, tok)
+					}
+				}
+				var res *Result
+				run(t, func() (err error) {
+					res, err = d.TranscribeMel(context.Background(), theirs, float64(len(samples))/audio.SampleRate, o)
+					return err
+				})
+				if len(got) != len(want.Decodings) {
+					t.Fatalf("%d decodings, mlx-whisper %d", len(got), len(want.Decodings))
+				}
+				steps, values := 0, 0
+				for i, w := range want.Decodings {
+					if !slices.Equal(got[i].tokens, w.Tokens) {
+						t.Errorf("decoding %d: tokens\n%v\nmlx-whisper\n%v", i, got[i].tokens, w.Tokens)
+					}
+					// mlx-whisper runs one step past <|endoftext|> (it checks
+					// completion after queueing the next step) and drops it.
+					if len(got[i].logits) > w.Steps {
+						t.Fatalf("decoding %d: %d steps, mlx-whisper %d", i, len(got[i].logits), w.Steps)
+					}
+					wl := readF32(t, filepath.Join(cd, "logits"+strconv.Itoa(i)+".f32"))
+					vocab := d.M.Dims.NVocab
+					for s, l := range got[i].logits {
+						if n, m := diff(l, wl[s*vocab:(s+1)*vocab]); n != 0 {
+							t.Errorf("decoding %d step %d: %d logits differ, max abs %g", i, s, n, m)
+						}
+						steps++
+						values += len(l)
+					}
+				}
+				t.Logf("%d decodings, %d steps, %d logits compared bit for bit", len(got), steps, values)
+				if res.Text != want.Text {
+					t.Errorf("text %q, mlx-whisper %q", res.Text, want.Text)
+				}
+				if len(res.Segments) != len(want.Segments) {
+					t.Fatalf("%d segments, mlx-whisper %d", len(res.Segments), len(want.Segments))
+				}
+				for i, s := range res.Segments {
+					w := want.Segments[i]
+					if s.Seek != w.Seek || s.Start != w.Start || s.End != w.End || s.Text != w.Text || !slices.Equal(s.Tokens, w.Tokens) ||
+						s.Temperature != w.Temperature || s.AvgLogprob != w.AvgLogprob || s.NoSpeechProb != w.NoSpeechProb {
+						t.Errorf("segment %d:\n%+v\nmlx-whisper\n%+v", i, s, w)
+					}
+				}
+
+				// End to end from mlxgo's own mel.
+				var own *Result
+				run(t, func() (err error) {
+					own, err = d.TranscribeMel(context.Background(), ours, float64(len(samples))/audio.SampleRate, DefaultOptions())
+					return err
+				})
+				if own.Text != want.Text {
+					t.Errorf("from mlxgo's mel: text %q, mlx-whisper %q", own.Text, want.Text)
+				}
+			})
+		}
+	}
+}
