@@ -1,10 +1,13 @@
 // Package models loads decoder language models (a model directory of
 // config.json + safetensors, or a GGUF file) and runs their forward pass
 // with exactly mlx-lm's op graph, so that logits are bit-identical to
-// mlx-lm's on the same libmlx (DESIGN.md §6, L1). Each architecture file
-// follows its mlx_lm/models/<name>.py of mlx-lm 0.32.2 line by line: the same
-// fused ops, casts and order of operations; a "cleaner" formula would change
-// the float results.
+// mlx-lm's on the same libmlx (DESIGN.md §6, L1). Each architecture is a
+// package of its own (models/llama, models/qwen2, models/qwen3,
+// models/gemma3) that follows its mlx_lm/models/<name>.py of mlx-lm 0.32.2
+// line by line: the same fused ops, casts and order of operations; a
+// "cleaner" formula would change the float results. This package picks the
+// architecture by model_type, reads the weights (both formats through one
+// nn.Weights), and runs every architecture the same way (Model, RowModel).
 //
 // Everything that touches MLX runs on the executor (inside mlx.Do). Weights
 // are detached from scopes and freed by Model.Close.
@@ -15,11 +18,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+
+	"github.com/mlxgo/mlxgo/models/nn"
 )
 
-// Config is the part of an HF-style config.json the supported architectures
-// read. Optional fields are pointers so that each architecture can apply
-// its own mlx-lm default.
+// Config is the header of an HF-style config.json, checked before any
+// architecture reads the file (bounds, quantization, eos_token_id), and the
+// config.json a GGUF file's metadata stands for (ggufConfig), which is why it
+// names the keys of every supported architecture. Each architecture reads
+// its own ModelArgs from the same bytes; optional fields are pointers so
+// that it can apply its own mlx-lm default.
 type Config struct {
 	ModelType             string          `json:"model_type"`
 	HiddenSize            int             `json:"hidden_size"`
@@ -47,41 +55,13 @@ type Config struct {
 	TorchDtype            string          `json:"torch_dtype"`
 	Quantization          *Quantization   `json:"quantization"`
 	QuantizationConfig    json.RawMessage `json:"quantization_config"`
-
-	// normsShifted: the norm weights are stored as 1 + weight (llama.cpp's
-	// gemma3 GGUF converter adds the 1), so gemma's 1+w is not applied again.
-	normsShifted bool
 }
 
-// RopeScaling is a rope_scaling object: a type name and numeric settings.
-type RopeScaling map[string]any
+// RopeScaling is a rope_scaling object (nn.RopeScaling).
+type RopeScaling = nn.RopeScaling
 
-// Type is rope_scaling's "type" or "rope_type" ("default" when absent).
-func (r RopeScaling) Type() string {
-	if r == nil {
-		return "default"
-	}
-	if t, ok := r["type"].(string); ok && t != "" {
-		return t
-	}
-	if t, ok := r["rope_type"].(string); ok && t != "" {
-		return t
-	}
-	return "default"
-}
-
-// Float returns a numeric setting, or def when absent.
-func (r RopeScaling) Float(key string, def float64) (float64, error) {
-	v, ok := r[key]
-	if !ok || v == nil {
-		return def, nil
-	}
-	f, ok := v.(float64)
-	if !ok {
-		return 0, fmt.Errorf("rope_scaling.%s is %T, want a number", key, v)
-	}
-	return f, nil
-}
+// Quantization is config.json's "quantization" (nn.Quantization).
+type Quantization = nn.Quantization
 
 // TokenIDs decodes eos_token_id written as one integer or a list.
 type TokenIDs []int
@@ -163,7 +143,7 @@ func (c *Config) validate() error {
 		}
 	}
 	if c.Quantization != nil {
-		if err := c.Quantization.validate(); err != nil {
+		if err := c.Quantization.Validate(); err != nil {
 			return err
 		}
 	}
@@ -176,25 +156,4 @@ func (c *Config) kvHeads() int {
 		return *c.NumKeyValueHeads
 	}
 	return c.NumAttentionHeads
-}
-
-func intOr(p *int, def int) int {
-	if p != nil {
-		return *p
-	}
-	return def
-}
-
-func floatOr(p *float64, def float64) float64 {
-	if p != nil {
-		return *p
-	}
-	return def
-}
-
-func boolOr(p *bool, def bool) bool {
-	if p != nil {
-		return *p
-	}
-	return def
 }

@@ -1,12 +1,14 @@
 package models
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
 
 	"github.com/mlxgo/mlxgo/mlx"
 	"github.com/mlxgo/mlxgo/models/gguf"
+	"github.com/mlxgo/mlxgo/models/nn"
 )
 
 // ggufArch is what one GGUF architecture needs beyond the common keys: its
@@ -224,8 +226,8 @@ func ggufQwen3Config(f *gguf.File, arch string, c *Config) error {
 // gemma3, since the GGUF keys do not carry it: every 6th layer global
 // (unless attention.sliding_window_pattern says otherwise), local rope base
 // 10000, and queries scaled by 1/sqrt(key_length), except the 62-layer 27B
-// whose query_pre_attn_scalar is hidden/heads. The converter stores the
-// norms as 1 + weight (normsShifted).
+// whose query_pre_attn_scalar is hidden/heads. (The converter stores the
+// norms as 1 + weight: models/gemma3 reads Weights.GGUF.)
 func ggufGemma3Config(f *gguf.File, arch string, c *Config) error {
 	hd, err := ggufHeadDim(f, arch, c)
 	if err != nil {
@@ -252,7 +254,6 @@ func ggufGemma3Config(f *gguf.File, arch string, c *Config) error {
 		scalar = float64(c.HiddenSize / c.NumAttentionHeads)
 	}
 	c.QueryPreAttnScalar = &scalar
-	c.normsShifted = true
 	return nil
 }
 
@@ -300,7 +301,7 @@ func loadGGUF(path string) (Model, error) {
 	}
 	arch := ggufArchs[f.Architecture()]
 	q := &Quantization{Mode: "affine", Modules: map[string]*mlx.Quant{}}
-	src := map[string]tensorSource{}
+	src := map[string]nn.Tensor{}
 	for _, ti := range f.Tensors {
 		name, kind, err := ggufName(arch, ti.Name)
 		if err != nil {
@@ -325,12 +326,12 @@ func loadGGUF(path string) (Model, error) {
 				return nil, fmt.Errorf("GGUF tensor %s: quantized shape %v is not a matrix of whole blocks", ti.Name, shape)
 			}
 			q.Modules[mod] = &mlx.Quant{GroupSize: 32, Bits: bits, Mode: "affine"}
-			src[mod+".weight"] = tensorSource{shape: []int{shape[0], shape[1] * bits / 32}, load: lt.part(0)}
-			src[mod+".scales"] = tensorSource{shape: []int{shape[0], shape[1] / 32}, load: lt.part(1)}
-			src[mod+".biases"] = tensorSource{shape: []int{shape[0], shape[1] / 32}, load: lt.part(2)}
+			src[mod+".weight"] = nn.Tensor{Shape: []int{shape[0], shape[1] * bits / 32}, Load: lt.part(0)}
+			src[mod+".scales"] = nn.Tensor{Shape: []int{shape[0], shape[1] / 32}, Load: lt.part(1)}
+			src[mod+".biases"] = nn.Tensor{Shape: []int{shape[0], shape[1] / 32}, Load: lt.part(2)}
 			continue
 		}
-		src[name] = tensorSource{shape: shape, load: lt.part(0)}
+		src[name] = nn.Tensor{Shape: shape, Load: lt.part(0)}
 	}
 	if len(q.Modules) == 0 {
 		q = nil
@@ -348,15 +349,22 @@ func loadGGUF(path string) (Model, error) {
 			}
 		}
 	}
-	cfg.Quantization = q
-	d, err := builders[cfg.ModelType](cfg, newWeightSet(src, q))
+	// The architecture reads the metadata as the config.json it stands for.
+	config, err := json.Marshal(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("cannot load GGUF model %s: %w", path, err)
 	}
-	d.info.Format = "gguf"
-	d.info.Path = path
-	d.info.Artifact = newArtifact([]string{path})
-	return d, nil
+	cfg.Quantization = q
+	w := nn.NewWeights(src, q)
+	w.GGUF = true
+	m, err := build(cfg, config, w)
+	if err != nil {
+		return nil, fmt.Errorf("cannot load GGUF model %s: %w", path, err)
+	}
+	m.info.Format = "gguf"
+	m.info.Path = path
+	m.info.Artifact = newArtifact([]string{path})
+	return m, nil
 }
 
 // lazyGGUF converts one GGUF tensor on first use and hands out its parts

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/mlxgo/mlxgo/mlx"
+	"github.com/mlxgo/mlxgo/models/nn"
 	"github.com/mlxgo/mlxgo/models/safetensors"
 )
 
@@ -45,7 +46,7 @@ func loadDir(dir string) (Model, error) {
 		ModelType string `json:"model_type"`
 	}
 	if json.Unmarshal(data, &head) == nil && head.ModelType != "" {
-		if _, ok := builders[head.ModelType]; !ok {
+		if _, ok := architectures[head.ModelType]; !ok {
 			return nil, unsupported(head.ModelType)
 		}
 	}
@@ -62,7 +63,6 @@ func loadDir(dir string) (Model, error) {
 			cfg.EOSTokenID = gc.EOS
 		}
 	}
-	build := builders[cfg.ModelType]
 	set, err := safetensors.OpenDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("cannot open model weights: %w", err)
@@ -79,37 +79,39 @@ func loadDir(dir string) (Model, error) {
 	// MLX copies the bytes into its own memory, so the mapping can go once
 	// the model is built.
 	defer set.Close()
-	src := map[string]tensorSource{}
 	files := []string{cfgPath}
 	for _, f := range set.Files {
 		files = append(files, f.Path)
 	}
-	for _, name := range set.Names() {
-		t, _ := set.Tensor(name)
-		dt := t.DType.MLX()
-		src[name] = tensorSource{shape: t.Shape, dtype: dt, load: func() (*mlx.Array, error) {
-			if dt == "" {
-				return nil, fmt.Errorf("tensor dtype %s is not supported", t.DType)
-			}
-			d, err := mlx.ParseDtype(dt)
-			if err != nil {
-				return nil, err
-			}
-			a := mlx.FromBytes(t.Data, d, t.Shape...)
-			// MLX has copied the bytes: the mapped pages can leave memory now
-			// rather than when the whole model is built.
-			set.Release(name)
-			return a, nil
-		}}
-	}
-	d, err := build(cfg, newWeightSet(src, cfg.Quantization))
+	m, err := build(cfg, data, nn.NewWeights(nn.Safetensors(set), cfg.Quantization))
 	if err != nil {
 		return nil, fmt.Errorf("cannot load %s model from %s: %w", cfg.ModelType, dir, err)
 	}
-	d.info.Format = "safetensors"
-	d.info.Path = dir
-	d.info.Artifact = newArtifact(files)
-	return d, nil
+	m.info.Format = "safetensors"
+	m.info.Path = dir
+	m.info.Artifact = newArtifact(files)
+	return m, nil
+}
+
+// build is the one way every format becomes a Model: the architecture's
+// package reads config (its own ModelArgs) and takes its weights from w;
+// cfg, the header every decoder's config.json shares, describes it.
+func build(cfg *Config, config []byte, w *nn.Weights) (*lm, error) {
+	arch, err := architectures[cfg.ModelType](config, w)
+	if err != nil {
+		w.Free()
+		return nil, err
+	}
+	f := arch.Facts()
+	return &lm{arch: arch, w: w, layers: f.Layers, info: Info{
+		ModelType:     cfg.ModelType,
+		VocabSize:     cfg.VocabSize,
+		ContextLength: f.ContextLength,
+		NumLayers:     f.Layers,
+		EOS:           append([]int(nil), cfg.EOSTokenID...),
+		Dtype:         f.Dtype,
+		Quantization:  cfg.Quantization.String(),
+	}}, nil
 }
 
 func unsupported(modelType string) error {

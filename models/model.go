@@ -109,18 +109,10 @@ func sha256File(path string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// builders maps model_type to the function building that architecture.
-var builders = map[string]func(*Config, *weightSet) (*decoder, error){
-	"llama":       buildLlama,
-	"qwen2":       buildQwen2,
-	"qwen3":       buildQwen3,
-	"gemma3_text": buildGemma3,
-}
-
 // Supported lists the model types Load accepts.
 func Supported() []string {
-	out := make([]string, 0, len(builders))
-	for k := range builders {
+	out := make([]string, 0, len(architectures))
+	for k := range architectures {
 		out = append(out, k)
 	}
 	sort.Strings(out)

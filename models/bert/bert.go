@@ -14,12 +14,10 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
-	"github.com/mlxgo/mlxgo/models"
-
 	"github.com/mlxgo/mlxgo/mlx"
+	"github.com/mlxgo/mlxgo/models/nn"
 	"github.com/mlxgo/mlxgo/models/safetensors"
 )
 
@@ -89,7 +87,7 @@ type Model struct {
 	embNorm            norm
 	layers             []layer
 	eps                float32
-	arrays             []*mlx.Array
+	w                  *nn.Weights // the one loader's arrays, freed by Close
 }
 
 // Config returns the model's configuration.
@@ -112,134 +110,83 @@ func Load(dir string) (*Model, error) {
 	}
 	// MLX copies the bytes, so the mapping can go once the model is built.
 	defer set.Close()
-	m := &Model{cfg: *cfg, eps: float32(cfg.LayerNormEps)}
-	if err := m.build(set); err != nil {
+	m := &Model{cfg: *cfg, eps: float32(cfg.LayerNormEps), w: nn.NewWeights(nn.Safetensors(set), nil)}
+	if err := m.build(m.w); err != nil {
 		m.Close()
 		return nil, fmt.Errorf("cannot load bert model from %s: %w", dir, err)
 	}
 	return m, nil
 }
 
-// loader takes named tensors out of a safetensors set, checking shapes and
-// remembering which were used so that leftovers can be reported.
-type loader struct {
-	set   *safetensors.Set
-	names map[string]string // name without prefix -> name in the file
-	used  map[string]bool
-	m     *Model
-	err   error
+// get takes a weight as float32 (activations run in float32 whatever the
+// storage: the reference does), evaluated so the stored one can go.
+func get(w *nn.Weights, name string, shape ...int) *mlx.Array {
+	a := w.Get(name, shape...)
+	if a == nil || a.Dtype() == mlx.Float32 {
+		return a
+	}
+	if a.Dtype() != mlx.Float16 && a.Dtype() != mlx.BFloat16 {
+		w.Fail(fmt.Errorf("weight %s has dtype %s, want F32, F16 or BF16", name, a.Dtype()))
+		return nil
+	}
+	f := w.Keep(mlx.AsType(a, mlx.Float32))
+	if err := mlx.Eval(f); err != nil {
+		w.Fail(fmt.Errorf("cannot load weight %s: %w", name, err))
+		return nil
+	}
+	w.Release(a)
+	return f
 }
 
-func (l *loader) get(name string, shape ...int) *mlx.Array {
-	if l.err != nil {
-		return nil
-	}
-	full, ok := l.names[name]
-	if !ok {
-		l.err = fmt.Errorf("cannot find weight %s", name)
-		return nil
-	}
-	t, _ := l.set.Tensor(full)
-	if fmt.Sprint(t.Shape) != fmt.Sprint(shape) {
-		l.err = fmt.Errorf("weight %s has shape %v, want %v", name, t.Shape, shape)
-		return nil
-	}
-	var dt mlx.Dtype
-	switch t.DType {
-	case safetensors.F32:
-		dt = mlx.Float32
-	case safetensors.F16:
-		dt = mlx.Float16
-	case safetensors.BF16:
-		dt = mlx.BFloat16
-	default:
-		l.err = fmt.Errorf("weight %s has dtype %s, want F32, F16 or BF16", name, t.DType)
-		return nil
-	}
-	a := mlx.FromBytes(t.Data, dt, t.Shape...)
-	// Activations run in float32 whatever the storage: the reference does.
-	if dt != mlx.Float32 {
-		a = mlx.AsType(a, mlx.Float32)
-	}
-	if err := mlx.Eval(a); err != nil {
-		l.err = fmt.Errorf("cannot load weight %s: %w", name, err)
-		return nil
-	}
-	mlx.Detach(a)
-	l.m.arrays = append(l.m.arrays, a)
-	l.used[name] = true
-	return a
-}
-
-func (l *loader) dense(p string, in, out int) dense {
-	w := l.get(p+".weight", out, in)
-	if l.err != nil {
+func linear(w *nn.Weights, p string, in, out int) dense {
+	wt := get(w, p+".weight", out, in)
+	if w.Err() != nil {
 		return dense{}
 	}
-	wT := mlx.Contiguous(mlx.Transpose(w))
+	wT := w.Keep(mlx.Contiguous(mlx.Transpose(wt)))
 	if err := mlx.Eval(wT); err != nil {
-		l.err = fmt.Errorf("cannot transpose weight %s: %w", p, err)
+		w.Fail(fmt.Errorf("cannot transpose weight %s: %w", p, err))
 		return dense{}
 	}
-	mlx.Detach(wT)
 	// Only the transposed copy is used: free the original now rather than
 	// keep the layer's weights twice.
-	l.m.arrays = slices.DeleteFunc(l.m.arrays, func(a *mlx.Array) bool { return a == w })
-	w.Free()
-	l.m.arrays = append(l.m.arrays, wT)
-	return dense{wT: wT, b: l.get(p+".bias", out)}
+	w.Release(wt)
+	return dense{wT: wT, b: get(w, p+".bias", out)}
 }
 
-func (l *loader) norm(p string, dims int) norm {
-	return norm{w: l.get(p+".weight", dims), b: l.get(p+".bias", dims)}
+func layerNorm(w *nn.Weights, p string, dims int) norm {
+	return norm{w: get(w, p+".weight", dims), b: get(w, p+".bias", dims)}
 }
 
-func (m *Model) build(set *safetensors.Set) error {
-	l := &loader{set: set, names: map[string]string{}, used: map[string]bool{}, m: m}
-	for _, n := range set.Names() {
-		l.names[strings.TrimPrefix(n, "bert.")] = n
-	}
+func (m *Model) build(w *nn.Weights) error {
+	w.Rename(func(n string) string { return strings.TrimPrefix(n, "bert.") })
+	// The pooler (BertModel's CLS head) and the position_ids buffer are not
+	// part of the sentence-transformers Transformer output; anything else
+	// unused means a layout we do not understand.
+	w.Drop(func(n string) bool { return n == "embeddings.position_ids" || strings.HasPrefix(n, "pooler.") })
 	c, h := m.cfg, m.cfg.HiddenSize
 	s := mlx.NewScope()
 	defer s.Close()
-	m.word = l.get("embeddings.word_embeddings.weight", c.VocabSize, h)
-	m.pos = l.get("embeddings.position_embeddings.weight", c.MaxPositionEmbeddings, h)
-	m.tokType = l.get("embeddings.token_type_embeddings.weight", c.TypeVocabSize, h)
-	m.embNorm = l.norm("embeddings.LayerNorm", h)
+	m.word = get(w, "embeddings.word_embeddings.weight", c.VocabSize, h)
+	m.pos = get(w, "embeddings.position_embeddings.weight", c.MaxPositionEmbeddings, h)
+	m.tokType = get(w, "embeddings.token_type_embeddings.weight", c.TypeVocabSize, h)
+	m.embNorm = layerNorm(w, "embeddings.LayerNorm", h)
 	m.layers = make([]layer, c.NumHiddenLayers)
 	for i := range m.layers {
 		p := fmt.Sprintf("encoder.layer.%d.", i)
 		m.layers[i] = layer{
-			q:            l.dense(p+"attention.self.query", h, h),
-			k:            l.dense(p+"attention.self.key", h, h),
-			v:            l.dense(p+"attention.self.value", h, h),
-			attnOut:      l.dense(p+"attention.output.dense", h, h),
-			attnNorm:     l.norm(p+"attention.output.LayerNorm", h),
-			intermediate: l.dense(p+"intermediate.dense", h, c.IntermediateSize),
-			out:          l.dense(p+"output.dense", c.IntermediateSize, h),
-			outNorm:      l.norm(p+"output.LayerNorm", h),
+			q:            linear(w, p+"attention.self.query", h, h),
+			k:            linear(w, p+"attention.self.key", h, h),
+			v:            linear(w, p+"attention.self.value", h, h),
+			attnOut:      linear(w, p+"attention.output.dense", h, h),
+			attnNorm:     layerNorm(w, p+"attention.output.LayerNorm", h),
+			intermediate: linear(w, p+"intermediate.dense", h, c.IntermediateSize),
+			out:          linear(w, p+"output.dense", c.IntermediateSize, h),
+			outNorm:      layerNorm(w, p+"output.LayerNorm", h),
 		}
 	}
-	if l.err != nil {
-		return l.err
-	}
-	// The pooler (BertModel's CLS head) and the position_ids buffer are not
-	// part of the sentence-transformers Transformer output; anything else
-	// unused means a layout we do not understand.
-	var extra []string
-	for name := range l.names {
-		if l.used[name] || name == "embeddings.position_ids" || strings.HasPrefix(name, "pooler.") {
-			continue
-		}
-		extra = append(extra, name)
-	}
-	return models.UnusedWeightsError(extra)
+	return w.Finish()
 }
 
 // Close frees the weights (call inside mlx.Do).
-func (m *Model) Close() {
-	for _, a := range m.arrays {
-		a.Free()
-	}
-	m.arrays = nil
-}
+func (m *Model) Close() { m.w.Free() }

@@ -1,6 +1,6 @@
 // Package embed turns texts (or token id lists) into sentence embeddings:
 // tokenize, run an encoder (BERT, models/bert) or a decoder without its
-// output head (qwen3 through models.Hidden), pool as the model's
+// output head (qwen3: its architecture's Forward, models.DecoderModel), pool as the model's
 // sentence-transformers modules say, and L2-normalize. One call, Embed, serves
 // both the CLI and a server's /v1/embeddings.
 //
@@ -77,10 +77,23 @@ func (b bertEncoder) close()                                 { b.m.Close() }
 
 // decoderEncoder pads on the right: under the causal mask no real token sees
 // a pad, and positions start at 0 as they do for the input alone.
-type decoderEncoder struct{ m models.Model }
+// Its hidden states are the architecture's final normalized ones with no
+// cache (causal mask): mlx-lm's model.model(tokens).
+type decoderEncoder struct{ m models.DecoderModel }
 
-func (d decoderEncoder) hidden(ids, _ *mlx.Array) *mlx.Array { return models.Hidden(d.m, ids) }
-func (d decoderEncoder) close()                              { d.m.Close() }
+func (d decoderEncoder) close() { d.m.Close() }
+
+func (d decoderEncoder) hidden(ids, _ *mlx.Array) *mlx.Array {
+	if err := ids.Err(); err != nil {
+		return ids
+	}
+	// Only the hidden states leave the scope (peak memory).
+	s := mlx.NewScope()
+	defer s.Close()
+	h := d.m.Decoder().Forward(ids, nil)
+	s.Keep(h)
+	return h
+}
 
 // Model is a loaded embedding model.
 type Model struct {
@@ -136,7 +149,12 @@ func Load(dir string) (*Model, error) {
 		if err != nil {
 			return fmt.Errorf("cannot load model %s: %w", dir, err)
 		}
-		m.enc, m.MaxLen = decoderEncoder{d}, d.Info().ContextLength
+		dm, ok := d.(models.DecoderModel)
+		if !ok {
+			d.Close()
+			return fmt.Errorf("cannot load model %s: a %T has no hidden states", dir, d)
+		}
+		m.enc, m.MaxLen = decoderEncoder{dm}, d.Info().ContextLength
 		return nil
 	})
 	if err != nil {

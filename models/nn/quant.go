@@ -1,10 +1,9 @@
-package models
+package nn
 
 import (
 	"encoding/json"
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/mlxgo/mlxgo/mlx"
 )
@@ -78,7 +77,8 @@ func validQuant(gs, bits int, mode string) error {
 	return nil
 }
 
-func (q *Quantization) validate() error {
+// Validate checks the default scheme and every override.
+func (q *Quantization) Validate() error {
 	if err := validQuant(q.GroupSize, q.Bits, q.Mode); err != nil {
 		return err
 	}
@@ -113,8 +113,8 @@ func (q *Quantization) String() string {
 // load_model class_predicate does: an explicit entry wins; otherwise the
 // module is quantized exactly when its .scales tensor exists, with group
 // size and bits recovered from the shapes (infer_quant_config).
-func moduleQuant(q *Quantization, path string, inDims int, ws *weightSet) (*mlx.Quant, error) {
-	hasScales := ws.has(path + ".scales")
+func moduleQuant(q *Quantization, path string, inDims int, ws *Weights) (*mlx.Quant, error) {
+	hasScales := ws.Has(path + ".scales")
 	if q == nil {
 		if hasScales {
 			return nil, fmt.Errorf("%s is quantized but config.json has no quantization", path)
@@ -133,8 +133,8 @@ func moduleQuant(q *Quantization, path string, inDims int, ws *weightSet) (*mlx.
 	if !hasScales {
 		return nil, nil
 	}
-	sc, _ := ws.shape(path + ".scales")
-	w, ok := ws.shape(path + ".weight")
+	sc, _ := ws.Shape(path + ".scales")
+	w, ok := ws.Shape(path + ".weight")
 	if !ok {
 		return nil, fmt.Errorf("cannot find %s.weight", path)
 	}
@@ -147,9 +147,4 @@ func moduleQuant(q *Quantization, path string, inDims int, ws *weightSet) (*mlx.
 		return nil, fmt.Errorf("cannot infer the quantization of %s: %w", path, err)
 	}
 	return &mlx.Quant{GroupSize: gs, Bits: bits, Mode: "affine"}, nil
-}
-
-// isQuantTensor reports whether a tensor name is a quantization companion.
-func isQuantTensor(name string) bool {
-	return strings.HasSuffix(name, ".scales") || strings.HasSuffix(name, ".biases")
 }

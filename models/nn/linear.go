@@ -1,0 +1,219 @@
+package nn
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/mlxgo/mlxgo/mlx"
+)
+
+// Linear is nn.Linear or nn.QuantizedLinear.
+type Linear struct {
+	weight, bias   *mlx.Array
+	scales, biases *mlx.Array // affine quantization companions
+	q              *mlx.Quant
+	// packed replaces weight, scales and biases when mlxgo's CPU kernels run:
+	// the same quantized weight, laid out for them (mlx.Packed).
+	packed *mlx.Packed
+}
+
+// Linear takes module path's weights: out x in, quantized when the
+// checkpoint says so (see moduleQuant), with an optional bias.
+func (ws *Weights) Linear(path string, in, out int, bias bool) *Linear {
+	if ws.err != nil {
+		return nil
+	}
+	q, err := moduleQuant(ws.quant, path, in, ws)
+	if err != nil {
+		ws.Fail(err)
+		return nil
+	}
+	l := &Linear{q: q}
+	if q != nil {
+		l.weight = ws.Get(path+".weight", out, in*q.Bits/32)
+		l.scales = ws.Get(path+".scales", out, in/q.GroupSize)
+		l.biases = ws.Get(path+".biases", out, in/q.GroupSize)
+	} else {
+		l.weight = ws.Get(path+".weight", out, in)
+	}
+	if bias {
+		l.bias = ws.Get(path+".bias", out)
+	}
+	if q != nil && ws.pack {
+		ws.packLinear(l)
+	}
+	return l
+}
+
+// Apply is Linear.__call__: addmm with a bias, x @ W.T without; the
+// quantized form adds its bias after the quantized matmul.
+func (l *Linear) Apply(x *mlx.Array) *mlx.Array {
+	if l.q != nil {
+		var y *mlx.Array
+		if l.packed != nil {
+			y = mlx.PackedMatmul(x, l.packed)
+		} else {
+			y = mlx.QuantizedMatmul(x, l.weight, l.scales, l.biases, true, *l.q)
+		}
+		if l.bias != nil {
+			y = mlx.Add(y, l.bias)
+		}
+		return y
+	}
+	if l.bias != nil {
+		return mlx.Addmm(l.bias, x, mlx.Transpose(l.weight), 1, 1)
+	}
+	return mlx.Matmul(x, mlx.Transpose(l.weight))
+}
+
+// Projections are linears that read the same input (q/k/v, gate/up). When
+// mlxgo's CPU kernels run them packed they are one linear over their outputs
+// side by side: one quantized matmul node a step instead of one each. A
+// packed matmul computes every output as its own sum over the input,
+// wherever its row sits, so no bit changes.
+type Projections struct {
+	fused  *Linear // nil: each
+	widths []int
+	each   []*Linear
+}
+
+// Projections takes the modules at paths, outs[i] wide, as one linear when
+// every module is affine-quantized alike (bits, group size, scale dtype)
+// without a bias and packing is on; otherwise one by one.
+func (ws *Weights) Projections(paths []string, in int, outs []int, bias bool) *Projections {
+	p := &Projections{widths: outs}
+	if !bias {
+		p.fused = ws.fuse(paths, in, outs)
+	}
+	if p.fused == nil {
+		for i, path := range paths {
+			p.each = append(p.each, ws.Linear(path, in, outs[i], bias))
+		}
+	}
+	return p
+}
+
+// Apply returns each projection of x, in paths' order.
+func (p *Projections) Apply(x *mlx.Array) []*mlx.Array {
+	if p.fused != nil {
+		return split(p.fused.Apply(x), p.widths...)
+	}
+	out := make([]*mlx.Array, len(p.each))
+	for i, l := range p.each {
+		out[i] = l.Apply(x)
+	}
+	return out
+}
+
+// fuse is the packed linear of Projections, or nil, having loaded nothing.
+func (ws *Weights) fuse(paths []string, in int, outs []int) *Linear {
+	if ws.err != nil || !ws.pack || len(paths) < 2 {
+		return nil
+	}
+	var q *mlx.Quant
+	var sdt string
+	for _, p := range paths {
+		m, err := moduleQuant(ws.quant, p, in, ws)
+		if err != nil || m == nil || m.Mode != "affine" && m.Mode != "" || ws.Has(p+".bias") || !ws.Has(p+".scales") {
+			return nil
+		}
+		if q != nil && (*m != *q || ws.src[p+".scales"].Dtype != sdt) {
+			return nil
+		}
+		q, sdt = m, ws.src[p+".scales"].Dtype
+	}
+	var w, s, b []*mlx.Array
+	for i, p := range paths {
+		w = append(w, ws.Get(p+".weight", outs[i], in*q.Bits/32))
+		s = append(s, ws.Get(p+".scales", outs[i], in/q.GroupSize))
+		b = append(b, ws.Get(p+".biases", outs[i], in/q.GroupSize))
+	}
+	if ws.err != nil {
+		return nil
+	}
+	l := &Linear{q: q, weight: mlx.Concatenate(w, 0), scales: mlx.Concatenate(s, 0), biases: mlx.Concatenate(b, 0)}
+	ws.Release(append(append(w, s...), b...)...)
+	ws.packLinear(l)
+	return l
+}
+
+// split cuts y [..., sum(widths)] into views of widths along the last axis.
+func split(y *mlx.Array, widths ...int) []*mlx.Array {
+	sh := y.Shape()
+	start, stop := make([]int, len(sh)), slices.Clone(sh)
+	parts := make([]*mlx.Array, len(widths))
+	at := 0
+	for i, w := range widths {
+		start[len(sh)-1], stop[len(sh)-1] = at, at+w
+		parts[i] = mlx.Slice(y, start, stop)
+		at += w
+	}
+	return parts
+}
+
+// packLinear repacks a quantized weight for the CPU kernels and frees the
+// MLX layout, so the model holds one copy.
+func (ws *Weights) packLinear(l *Linear) {
+	if ws.err != nil || l.q.Mode != "affine" && l.q.Mode != "" {
+		return
+	}
+	p, err := mlx.PackQuantized(l.weight, l.scales, l.biases, *l.q)
+	if err != nil {
+		ws.Fail(fmt.Errorf("cannot pack a quantized weight: %w", err))
+		return
+	}
+	ws.Release(l.weight, l.scales, l.biases)
+	l.weight, l.scales, l.biases = nil, nil, nil
+	l.packed = p
+	ws.Keep(p.Data)
+}
+
+// Embedding is nn.Embedding or nn.QuantizedEmbedding.
+type Embedding struct {
+	weight, scales, biases *mlx.Array
+	q                      *mlx.Quant
+	packed                 *mlx.Packed // see Linear.packed
+}
+
+// Embedding takes a vocab x dims table at path.
+func (ws *Weights) Embedding(path string, vocab, dims int) *Embedding {
+	l := ws.Linear(path, dims, vocab, false)
+	if l == nil {
+		return nil
+	}
+	return &Embedding{weight: l.weight, scales: l.scales, biases: l.biases, q: l.q, packed: l.packed}
+}
+
+// Apply is Embedding.__call__ (weight[ids]); the quantized form gathers
+// packed rows and dequantizes them into the scales' dtype.
+func (e *Embedding) Apply(ids *mlx.Array) *mlx.Array {
+	switch {
+	case e.packed != nil:
+		return mlx.PackedEmbedding(ids, e.packed)
+	case e.q != nil:
+		return mlx.Dequantize(mlx.Take(e.weight, ids, 0), mlx.Take(e.scales, ids, 0), mlx.Take(e.biases, ids, 0), *e.q)
+	}
+	return mlx.Take(e.weight, ids, 0)
+}
+
+// AsLinear is as_linear, the tied output projection.
+func (e *Embedding) AsLinear(x *mlx.Array) *mlx.Array {
+	switch {
+	case e.packed != nil:
+		return mlx.PackedMatmul(x, e.packed)
+	case e.q != nil:
+		return mlx.QuantizedMatmul(x, e.weight, e.scales, e.biases, true, *e.q)
+	}
+	return mlx.Matmul(x, mlx.Transpose(e.weight))
+}
+
+// Dtype is the activation dtype the embedding produces.
+func (e *Embedding) Dtype() mlx.Dtype {
+	switch {
+	case e.packed != nil:
+		return e.packed.Dtype
+	case e.q != nil:
+		return e.scales.Dtype()
+	}
+	return e.weight.Dtype()
+}

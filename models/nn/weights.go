@@ -1,0 +1,228 @@
+// Package nn holds what every architecture package builds its model from:
+// the checkpoint's weights as one loader reads them for every model family
+// (Weights: safetensors or GGUF, strict about unused tensors, quantized per
+// module), and the layers mlx-lm's nn gives its models (Linear, Embedding,
+// RoPE). It must never hold one architecture's choices: those live in that
+// architecture's package (models/llama, models/qwen3, ...).
+//
+// Everything that touches MLX runs on the executor (inside mlx.Do). Weights
+// are detached from scopes and freed by Weights.Free.
+package nn
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/mlxgo/mlxgo/mlx"
+	"github.com/mlxgo/mlxgo/models/safetensors"
+)
+
+// Tensor makes one named tensor into an MLX array on demand, so that
+// only the tensors a model uses are copied into MLX.
+type Tensor struct {
+	Shape []int
+	Dtype string // MLX dtype name
+	Load  func() (*mlx.Array, error)
+}
+
+// Weights is the named tensors of a checkpoint as the architecture code
+// takes them: it records the first error (so builders read like the module
+// tree), which tensors were used (mlx-lm loads strictly: an unused tensor is
+// an error), and every array made, for Free.
+type Weights struct {
+	// GGUF: the tensors come from a GGUF file, with llama.cpp's converter's
+	// conventions (gemma's norms stored as 1 + weight, say).
+	GGUF bool
+
+	src     map[string]Tensor
+	used    map[string]bool
+	dropped map[string]bool
+	arrays  []*mlx.Array
+	err     error
+	quant   *Quantization
+	// pack: repack quantized linear weights for mlxgo's CPU kernels, which
+	// run when they are selected and the default device is the CPU.
+	pack bool
+}
+
+// NewWeights takes the tensors of a checkpoint and its quantization (nil:
+// none; see moduleQuant).
+func NewWeights(src map[string]Tensor, q *Quantization) *Weights {
+	return &Weights{src: src, used: map[string]bool{}, dropped: map[string]bool{}, quant: q, pack: mlx.CPUPacking()}
+}
+
+// Safetensors is the tensors of a safetensors set as Weights reads them. MLX
+// copies each tensor's bytes when it is loaded, and the mapped pages are
+// released then rather than when the whole model is built; the set must stay
+// open until the model is.
+func Safetensors(set *safetensors.Set) map[string]Tensor {
+	src := map[string]Tensor{}
+	for _, name := range set.Names() {
+		t, _ := set.Tensor(name)
+		dt := t.DType.MLX()
+		src[name] = Tensor{Shape: t.Shape, Dtype: dt, Load: func() (*mlx.Array, error) {
+			if dt == "" {
+				return nil, fmt.Errorf("tensor dtype %s is not supported", t.DType)
+			}
+			d, err := mlx.ParseDtype(dt)
+			if err != nil {
+				return nil, err
+			}
+			a := mlx.FromBytes(t.Data, d, t.Shape...)
+			set.Release(name)
+			return a, nil
+		}}
+	}
+	return src
+}
+
+// Rename re-keys every tensor by name(old), before any is taken (BERT's
+// "bert." prefix, say).
+func (ws *Weights) Rename(name func(string) string) {
+	src := make(map[string]Tensor, len(ws.src))
+	for k, t := range ws.src {
+		src[name(k)] = t
+	}
+	ws.src = src
+}
+
+// Err is the first error met taking weights.
+func (ws *Weights) Err() error { return ws.err }
+
+// Has reports whether the checkpoint has a tensor of that name (not dropped).
+func (ws *Weights) Has(name string) bool {
+	_, ok := ws.src[name]
+	return ok && !ws.dropped[name]
+}
+
+// Shape is a tensor's shape, without loading it.
+func (ws *Weights) Shape(name string) ([]int, bool) {
+	s, ok := ws.src[name]
+	if !ok || ws.dropped[name] {
+		return nil, false
+	}
+	return s.Shape, true
+}
+
+// Drop removes tensors the way an mlx-lm sanitize() pops them.
+func (ws *Weights) Drop(match func(name string) bool) {
+	for name := range ws.src {
+		if match(name) {
+			ws.dropped[name] = true
+		}
+	}
+}
+
+// Fail records err unless an error is recorded already.
+func (ws *Weights) Fail(err error) {
+	if ws.err == nil {
+		ws.err = err
+	}
+}
+
+// Get returns the named tensor as an array owned by the model, checking its
+// shape when want is given (-1 matches any size).
+func (ws *Weights) Get(name string, want ...int) *mlx.Array {
+	if ws.err != nil {
+		return nil
+	}
+	s, ok := ws.src[name]
+	if !ok || ws.dropped[name] {
+		ws.Fail(fmt.Errorf("cannot find weight %s", name))
+		return nil
+	}
+	if want != nil && !shapeMatches(s.Shape, want) {
+		ws.Fail(fmt.Errorf("weight %s has shape %v, want %v", name, s.Shape, want))
+		return nil
+	}
+	a, err := s.Load()
+	if err == nil {
+		err = a.Err()
+	}
+	if err != nil {
+		ws.Fail(fmt.Errorf("cannot load weight %s: %w", name, err))
+		return nil
+	}
+	detach(a)
+	ws.used[name] = true
+	ws.arrays = append(ws.arrays, a)
+	return a
+}
+
+// Keep hands an array computed at load time (1 + norm weight, rope
+// frequencies) to the model so Close frees it.
+func (ws *Weights) Keep(a *mlx.Array) *mlx.Array {
+	if ws.err != nil {
+		return a
+	}
+	if err := a.Err(); err != nil {
+		ws.Fail(err)
+		return a
+	}
+	detach(a)
+	ws.arrays = append(ws.arrays, a)
+	return a
+}
+
+func shapeMatches(got, want []int) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	for i := range got {
+		if want[i] >= 0 && got[i] != want[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// Finish reports the first error or, like mlx-lm's strict load_weights,
+// the tensors the checkpoint has and the model does not use.
+func (ws *Weights) Finish() error {
+	if ws.err != nil {
+		return ws.err
+	}
+	var extra []string
+	for name := range ws.src {
+		if !ws.used[name] && !ws.dropped[name] {
+			extra = append(extra, name)
+		}
+	}
+	return UnusedWeightsError(extra)
+}
+
+// UnusedWeightsError is nil for no names, else an error naming (up to five
+// of) the checkpoint's weights no layer took, like mlx-lm's strict
+// load_weights: a checkpoint of another variant must not load silently.
+func UnusedWeightsError(names []string) error {
+	if len(names) == 0 {
+		return nil
+	}
+	names = slices.Sorted(slices.Values(names))
+	if len(names) > 5 {
+		names = append(names[:5], fmt.Sprintf("and %d more", len(names)-5))
+	}
+	return fmt.Errorf("checkpoint has weights the model does not use: %s", strings.Join(names, ", "))
+}
+
+// Release frees arrays the set made that the model no longer needs.
+func (ws *Weights) Release(arrs ...*mlx.Array) {
+	for _, a := range arrs {
+		if i := slices.Index(ws.arrays, a); i >= 0 {
+			ws.arrays = slices.Delete(ws.arrays, i, i+1)
+		}
+		a.Free()
+	}
+}
+
+// Free releases every array the set made.
+func (ws *Weights) Free() {
+	for _, a := range ws.arrays {
+		a.Free()
+	}
+	ws.arrays = nil
+}
+
+// detach takes a weight out of the caller's scope: weights live until Close.
+func detach(a *mlx.Array) { mlx.Detach(a) }

@@ -1,0 +1,174 @@
+// Package qwen2 is mlx_lm/models/qwen2.py of mlx-lm 0.32.2: llama's layers
+// with q/k/v biases (the output projection and MLP unbiased) and head_dim
+// always hidden/heads, op for op so that logits are bit-identical to
+// mlx-lm's (DESIGN.md §6, L1).
+package qwen2
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/mlxgo/mlxgo/kv"
+	"github.com/mlxgo/mlxgo/mlx"
+	"github.com/mlxgo/mlxgo/models/nn"
+)
+
+// Config is qwen2.py's ModelArgs.
+type Config struct {
+	HiddenSize            int            `json:"hidden_size"`
+	NumHiddenLayers       int            `json:"num_hidden_layers"`
+	IntermediateSize      int            `json:"intermediate_size"`
+	NumAttentionHeads     int            `json:"num_attention_heads"`
+	RMSNormEps            float64        `json:"rms_norm_eps"`
+	VocabSize             int            `json:"vocab_size"`
+	NumKeyValueHeads      *int           `json:"num_key_value_heads"`
+	MaxPositionEmbeddings *int           `json:"max_position_embeddings"`
+	RopeTheta             *float64       `json:"rope_theta"`
+	RopeTraditional       bool           `json:"rope_traditional"`
+	RopeScaling           nn.RopeScaling `json:"rope_scaling"`
+	TieWordEmbeddings     *bool          `json:"tie_word_embeddings"`
+}
+
+type attention struct {
+	qkv            *nn.Projections
+	o              *nn.Linear
+	heads, kvHeads int
+	scale          float32
+	rope           *nn.RoPE
+}
+
+func (a *attention) apply(x *mlx.Array, mask kv.Mask, c kv.Cache) *mlx.Array {
+	b, l := x.Dim(0), x.Dim(1)
+	p := a.qkv.Apply(x)
+	queries := mlx.Transpose(mlx.Reshape(p[0], b, l, a.heads, -1), 0, 2, 1, 3)
+	keys := mlx.Transpose(mlx.Reshape(p[1], b, l, a.kvHeads, -1), 0, 2, 1, 3)
+	values := mlx.Transpose(mlx.Reshape(p[2], b, l, a.kvHeads, -1), 0, 2, 1, 3)
+	at := kv.PositionOf(c)
+	queries = a.rope.At(queries, at)
+	keys = a.rope.At(keys, at)
+	out := kv.Attention(c, queries, keys, values, a.scale, mask)
+	return a.o.Apply(mlx.Reshape(mlx.Transpose(out, 0, 2, 1, 3), b, l, -1))
+}
+
+type mlp struct {
+	gateUp *nn.Projections
+	down   *nn.Linear
+}
+
+func (m *mlp) apply(x *mlx.Array) *mlx.Array {
+	p := m.gateUp.Apply(x)
+	return m.down.Apply(mlx.SwiGLU(p[0], p[1]))
+}
+
+type block struct {
+	attn                    *attention
+	mlp                     *mlp
+	inputNorm, postAttnNorm *mlx.Array
+	eps                     float32
+}
+
+func (b *block) apply(x *mlx.Array, mask kv.Mask, c kv.Cache) *mlx.Array {
+	r := b.attn.apply(mlx.RMSNorm(x, b.inputNorm, b.eps), mask, c)
+	h := mlx.Add(x, r)
+	r = b.mlp.apply(mlx.RMSNorm(h, b.postAttnNorm, b.eps))
+	return mlx.Add(h, r)
+}
+
+// Model is qwen2.py's Model (Qwen2Model and the lm head).
+type Model struct {
+	cfg    Config
+	embed  *nn.Embedding
+	layers []*block
+	norm   *mlx.Array
+	eps    float32
+	lmHead *nn.Linear // nil: tied to the embedding
+}
+
+// Forward implements nn.Decoder.
+func (m *Model) Forward(tokens *mlx.Array, caches []kv.Cache) *mlx.Array {
+	h := m.embed.Apply(tokens)
+	mask := kv.AttentionMask(h.Dim(1), kv.At(caches, 0), 0)
+	for i, l := range m.layers {
+		h = l.apply(h, mask, kv.At(caches, i))
+	}
+	return mlx.RMSNorm(h, m.norm, m.eps)
+}
+
+// Unembed implements nn.Decoder.
+func (m *Model) Unembed(h *mlx.Array) *mlx.Array {
+	if m.lmHead != nil {
+		return m.lmHead.Apply(h)
+	}
+	return m.embed.AsLinear(h)
+}
+
+// NewCaches is make_prompt_cache: qwen2.py has no make_cache.
+func (m *Model) NewCaches(opts kv.Options) []kv.Cache { return nn.DefaultCaches(len(m.layers), opts) }
+
+// Facts implements nn.Decoder.
+func (m *Model) Facts() nn.Facts {
+	return nn.Facts{Layers: len(m.layers), ContextLength: *m.cfg.MaxPositionEmbeddings, Dtype: m.embed.Dtype().String()}
+}
+
+// New builds the model from config.json and the weights.
+func New(config []byte, w *nn.Weights) (nn.Decoder, error) {
+	var c Config
+	if err := json.Unmarshal(config, &c); err != nil {
+		return nil, fmt.Errorf("cannot parse config.json: %w", err)
+	}
+	if c.NumKeyValueHeads == nil {
+		return nil, fmt.Errorf("num_key_value_heads is missing")
+	}
+	if c.MaxPositionEmbeddings == nil {
+		n := 32768
+		c.MaxPositionEmbeddings = &n
+	}
+	theta := 1000000.0
+	if c.RopeTheta != nil {
+		theta = *c.RopeTheta
+	}
+	tied := c.TieWordEmbeddings == nil || *c.TieWordEmbeddings
+	headDim, kvHeads := c.HiddenSize/c.NumAttentionHeads, *c.NumKeyValueHeads
+	if err := nn.CheckHeads(c.NumAttentionHeads, kvHeads, headDim); err != nil {
+		return nil, err
+	}
+	w.Drop(func(n string) bool {
+		return strings.Contains(n, "self_attn.rotary_emb.inv_freq") || (tied && n == "lm_head.weight")
+	})
+	rope, err := nn.NewRoPE(w, headDim, theta, c.RopeTraditional, c.RopeScaling)
+	if err != nil {
+		return nil, err
+	}
+	m := &Model{cfg: c, eps: float32(c.RMSNormEps)}
+	hidden, scale := c.HiddenSize, float32(math.Pow(float64(headDim), -0.5))
+	for i := range c.NumHiddenLayers {
+		p := fmt.Sprintf("model.layers.%d.", i)
+		m.layers = append(m.layers, &block{
+			attn: &attention{
+				qkv: w.Projections([]string{p + "self_attn.q_proj", p + "self_attn.k_proj", p + "self_attn.v_proj"},
+					hidden, []int{c.NumAttentionHeads * headDim, kvHeads * headDim, kvHeads * headDim}, true),
+				o:     w.Linear(p+"self_attn.o_proj", c.NumAttentionHeads*headDim, hidden, false),
+				heads: c.NumAttentionHeads, kvHeads: kvHeads, scale: scale, rope: rope,
+			},
+			mlp: &mlp{
+				gateUp: w.Projections([]string{p + "mlp.gate_proj", p + "mlp.up_proj"}, hidden,
+					[]int{c.IntermediateSize, c.IntermediateSize}, false),
+				down: w.Linear(p+"mlp.down_proj", c.IntermediateSize, hidden, false),
+			},
+			inputNorm:    w.Get(p+"input_layernorm.weight", hidden),
+			postAttnNorm: w.Get(p+"post_attention_layernorm.weight", hidden),
+			eps:          m.eps,
+		})
+		if w.Err() != nil {
+			return nil, w.Err()
+		}
+	}
+	m.embed = w.Embedding("model.embed_tokens", c.VocabSize, hidden)
+	m.norm = w.Get("model.norm.weight", hidden)
+	if !tied {
+		m.lmHead = w.Linear("lm_head", hidden, c.VocabSize, false)
+	}
+	return m, w.Finish()
+}
