@@ -36,10 +36,6 @@ type fakeRow struct {
 	prompt int
 }
 
-func (f *fakeBatch) Run(context.Context, []int32, gen.Options, *uint64, func(int32) error) (Result, error) {
-	return Result{}, errors.New("the fake batch runner has no serial path")
-}
-
 func (f *fakeBatch) MaxRows() int { return f.max }
 
 func (f *fakeBatch) Add(ctx context.Context, prompt []int32, o gen.Options, seed *uint64, emit func(int32) error, done func(Result, error)) error {

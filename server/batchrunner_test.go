@@ -39,7 +39,7 @@ func TestWithBatch(t *testing.T) {
 		{"row model, 1 row", &MLXRunner{Model: stubRowModel{}}, 1, "", SchedulingSerial, 1},
 		{"model without rows, 1 row", &MLXRunner{Model: stubModel{}}, 1, "", SchedulingSerial, 1},
 		{"model without rows, 4 rows", &MLXRunner{Model: stubModel{}}, 4, "cannot decode rows together", "", 0},
-		{"not an MLX runner", &scriptRunner{}, 4, "is not an MLX runner", "", 0},
+		{"not an MLX runner", serial(&scriptRunner{}), 4, "is not an MLX runner", "", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := Model{ID: "stub", Runner: tc.runner}

@@ -81,7 +81,7 @@ type choicesReply struct {
 func TestNChoices(t *testing.T) {
 	tk := testTokenizer(t)
 	run := &seedRunner{t: tk}
-	url, _ := startServer(t, Config{Model: Model{Tokenizer: tk, Runner: run}})
+	url, _ := startServer(t, Config{Model: Model{Tokenizer: tk, Runner: serial(run)}})
 	one, _ := tk.Encode("seed 7.", false)
 
 	status, _, b := post(t, url+"/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"n":3,"seed":7,"temperature":1}`)
@@ -249,7 +249,7 @@ func TestModelsEndpoints(t *testing.T) {
 // (mlx_lm.server's name) and reasoning_content, in bodies and deltas.
 func TestReasoningUnderBothNames(t *testing.T) {
 	tk := testTokenizer(t)
-	url, _ := startServer(t, Config{Model: Model{Tokenizer: tk, Runner: &agentRunner{t: tk}}})
+	url, _ := startServer(t, Config{Model: Model{Tokenizer: tk, Runner: serial(&agentRunner{t: tk})}})
 	_, _, b := post(t, url+"/v1/chat/completions", `{"messages":[{"role":"user","content":"Sky?"}]}`)
 	var r choicesReply
 	json.Unmarshal(b, &r)

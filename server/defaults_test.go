@@ -18,7 +18,7 @@ func ip(v int) *int         { return &v }
 func TestSamplingDefaultsResolved(t *testing.T) {
 	tk := testTokenizer(t)
 	run := &seedRunner{t: tk}
-	url, _ := startServer(t, Config{MaxTokens: 50, Model: Model{Tokenizer: tk, Runner: run},
+	url, _ := startServer(t, Config{MaxTokens: 50, Model: Model{Tokenizer: tk, Runner: serial(run)},
 		Flags:            SamplingDefaults{TopP: fp(0.9), MinP: fp(0.05)},
 		GenerationConfig: SamplingDefaults{Temperature: fp(0.6), TopP: fp(0.95), TopK: ip(20), MaxTokens: ip(7), RepetitionPenalty: fp(1.1)}})
 	for _, tc := range []struct {
@@ -58,14 +58,14 @@ func TestSamplingDefaultsResolved(t *testing.T) {
 	// Nothing given anywhere: mlx_lm.server's defaults (greedy, top_p 1,
 	// Config.MaxTokens cut to the context).
 	plain := &seedRunner{t: tk}
-	url, _ = startServer(t, Config{MaxTokens: 50, Model: Model{Tokenizer: tk, Runner: plain}})
+	url, _ = startServer(t, Config{MaxTokens: 50, Model: Model{Tokenizer: tk, Runner: serial(plain)}})
 	if status, _, b := post(t, url+"/v1/completions", `{"prompt":"hi"}`); status != 200 {
 		t.Fatalf("status %d: %s", status, b)
 	}
 	if o := plain.opts[0]; o.Sampler.Temp != 0 || o.Sampler.TopP != 1 || o.Sampler.TopK != 0 || o.Sampler.MinP != 0 || o.MaxTokens != 50 {
 		t.Errorf("defaults %+v max_tokens %d", o.Sampler, o.MaxTokens)
 	}
-	if _, err := New(Config{MaxTokens: 1, MaxQueue: 1, Model: Model{Tokenizer: tk, Runner: plain}, Flags: SamplingDefaults{TopP: fp(1.5)}}); err == nil {
+	if _, err := New(Config{MaxTokens: 1, MaxQueue: 1, Model: Model{Tokenizer: tk, Runner: serial(plain)}, Flags: SamplingDefaults{TopP: fp(1.5)}}); err == nil {
 		t.Error("a top_p flag of 1.5 was accepted")
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/mlxgo/mlxgo/gen"
 	"github.com/mlxgo/mlxgo/mlx"
@@ -96,11 +97,71 @@ func NotChatModel(id string) error {
 
 // EmbeddingOnlyRunner is the Runner of a server started with an embedding
 // model alone: every completion execution is refused with NotChatModel.
+// Embeddings need no row: they are tasks of the same engine.
 type EmbeddingOnlyRunner struct{ ID string }
 
-// Run implements Runner.
-func (r EmbeddingOnlyRunner) Run(context.Context, []int32, gen.Options, *uint64, func(int32) error) (Result, error) {
-	return Result{}, NotChatModel(r.ID)
+// MaxRows implements Runner: one, the serial mechanism, never used.
+func (r EmbeddingOnlyRunner) MaxRows() int { return 1 }
+
+// Add implements Runner: it refuses every completion.
+func (r EmbeddingOnlyRunner) Add(context.Context, []int32, gen.Options, *uint64, func(int32) error, func(Result, error)) error {
+	return NotChatModel(r.ID)
+}
+
+// Step, Rows, Decoding and Abort implement Runner: there are never rows.
+func (EmbeddingOnlyRunner) Step() error   { return nil }
+func (EmbeddingOnlyRunner) Rows() int     { return 0 }
+func (EmbeddingOnlyRunner) Decoding() int { return 0 }
+func (EmbeddingOnlyRunner) Abort(error)   {}
+
+// embedTask is one /v1/embeddings request as a job of the engine: one
+// forward pass of up to BatchSize inputs per engine iteration, in
+// embed.Model.Embed's order (longest first), so the vectors are exactly
+// those one Embed call gives.
+type embedTask struct {
+	m      *embed.Model
+	opts   embed.Options
+	inputs []embed.Input // token ids
+	order  []int         // input indices, longest first
+	next   int           // the first index of order not yet embedded
+	res    embed.Result  // filled as batches finish
+}
+
+func newEmbedTask(m *embed.Model, inputs []embed.Input, opts embed.Options) *embedTask {
+	if opts.BatchSize <= 0 {
+		opts.BatchSize = 32
+	}
+	t := &embedTask{m: m, opts: opts, inputs: inputs, order: make([]int, len(inputs)),
+		res: embed.Result{Embeddings: make([][]float32, len(inputs))}}
+	for i := range t.order {
+		t.order[i] = i
+	}
+	sort.SliceStable(t.order, func(a, b int) bool { return len(inputs[t.order[a]].IDs) > len(inputs[t.order[b]].IDs) })
+	return t
+}
+
+// step implements task: the next batch of inputs.
+func (t *embedTask) step(ctx context.Context) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return true, err
+	}
+	batch := t.order[t.next:min(t.next+t.opts.BatchSize, len(t.order))]
+	in := make([]embed.Input, len(batch))
+	for j, i := range batch {
+		in[j] = t.inputs[i]
+	}
+	// Embed runs the batch inside mlx.Do; given inputs sorted longest
+	// first, its own stable sort keeps them as they are.
+	r, err := t.m.Embed(ctx, in, t.opts)
+	if err != nil {
+		return true, err
+	}
+	for j, i := range batch {
+		t.res.Embeddings[i] = r.Embeddings[j]
+	}
+	t.res.Tokens += r.Tokens
+	t.next += len(batch)
+	return t.next == len(t.order), nil
 }
 
 // embeddingRequest is a validated /v1/embeddings body.
@@ -291,9 +352,21 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel = context.WithTimeout(ctx, s.cfg.RequestTimeout)
 		defer cancel()
 	}
-	// Embed runs each batch inside mlx.Do: the executor runs it between
-	// the generation engine's own calls, never alongside them.
-	res, err := e.Model.Embed(ctx, inputs, opts)
+	// A job of the engine's one bounded queue (a 429 when it is full): its
+	// batches run between the batch's steps.
+	et := newEmbedTask(e.Model, inputs, opts)
+	j := &job{ctx: ctx, task: et, events: make(chan event, 1), queued: time.Now(), m: s.m}
+	if err := s.eng.submit(j); err != nil {
+		writeError(w, err)
+		return
+	}
+	for ev := j.next(); ; ev = j.next() {
+		if ev.done {
+			err = ev.err
+			break
+		}
+	}
+	res := &et.res
 	if err != nil {
 		if ctx.Err() != nil && r.Context().Err() == nil {
 			err = errTimeout

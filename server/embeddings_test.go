@@ -429,13 +429,15 @@ func TestEmbeddingsOpenAIClient(t *testing.T) {
 }
 
 // TestEmbeddingsBesideGeneration sends embedding requests while a greedy
-// chat completion runs on SmolLM2: both go through the one MLX executor
-// (mlx.Do serializes them), so the vectors are still models/embed's bits and
-// the completion's text equals the text it gives alone.
+// chat completion runs on SmolLM2: both are jobs of the one engine (the
+// embeddings run between the batch's steps), so the vectors are still
+// models/embed's bits and the completion's text equals the text it gives
+// alone. The queue has room for all seven requests: embeddings count
+// against --max-queue (TestEmbeddingsQueueBound).
 func TestEmbeddingsBesideGeneration(t *testing.T) {
 	lm, tk := smollm2(t)
 	m, dir := miniLM(t)
-	url, _ := startServer(t, Config{Model: NewMLXModel(lm, tk, "smollm2", "test", 0), Embeddings: NewEmbeddings(m, dir, "all-minilm-l6-v2", "test")})
+	url, _ := startServer(t, Config{MaxQueue: 8, Model: NewMLXModel(lm, tk, "smollm2", "test", 0), Embeddings: NewEmbeddings(m, dir, "all-minilm-l6-v2", "test")})
 	chatBody := `{"messages":[{"role":"user","content":"Count to five."}],"max_tokens":8}`
 	text := func() string {
 		status, b, err := postQuiet(url+"/v1/chat/completions", chatBody)

@@ -17,14 +17,29 @@ const (
 	SchedulingContinuous = "continuous" // continuous batching (--batch N > 1)
 )
 
-// Runner runs one completion execution to its end. The engine calls it from
-// its one goroutine, one job at a time (the serial scheduling mechanism), so
-// a Runner that wraps MLX never sees two generations at once. emit is called
-// with each generated token; returning gen.ErrStop ends the generation.
-// A Runner that is also a BatchRunner with MaxRows() > 1 is scheduled by
-// continuous batching instead (batch.go).
+// Runner runs completion executions as rows of a batch: the engine's one
+// scheduler (gen.Batch behind MLXRunner). The engine calls every method from
+// its one goroutine; an implementation over MLX enters the MLX executor
+// itself. MaxRows 1 is the serial scheduling mechanism: a cap of one row,
+// not another code path.
 type Runner interface {
-	Run(ctx context.Context, prompt []int32, o gen.Options, seed *uint64, emit func(int32) error) (Result, error)
+	// MaxRows is the concurrency cap: the most rows the engine admits.
+	MaxRows() int
+	// Add admits one execution as a new row. emit is called with each of
+	// its tokens during a later Step (gen.ErrStop or any other error from
+	// emit ends the row), and done exactly once when the row ends, during
+	// a Step or an Abort. When Add returns an error, done is never called.
+	Add(ctx context.Context, prompt []int32, o gen.Options, seed *uint64, emit func(int32) error, done func(Result, error)) error
+	// Step advances every row by one step: a prefill chunk of one waiting
+	// row, then one token of every decoding row. A row whose ctx is
+	// cancelled ends at the next Step.
+	Step() error
+	// Rows is the number of rows admitted and not yet done; Decoding those
+	// past their prefill.
+	Rows() int
+	Decoding() int
+	// Abort ends every row with err, calling each one's done.
+	Abort(err error)
 }
 
 // Result is what a Runner reports about one completion execution.
@@ -35,8 +50,9 @@ type Result struct {
 	ActiveMemory, PeakMemory uint64
 	CacheBytes               int
 	// Where the execution was scheduled, filled in by the engine: the
-	// mechanism (SchedulingSerial or SchedulingContinuous) and the rows in
-	// the batch when it was admitted, itself included.
+	// mechanism (SchedulingSerial at a cap of one row, else
+	// SchedulingContinuous) and the rows in the batch when it was admitted,
+	// itself included.
 	Scheduling string
 	BatchRows  int
 }
@@ -52,7 +68,8 @@ type event struct {
 	err  error
 }
 
-// job is one request waiting for, or holding, the engine.
+// job is one request waiting for, or holding, the engine: a completion
+// execution (a row of the batch), or a task that needs no row.
 type job struct {
 	ctx     context.Context
 	prompt  []int32
@@ -65,31 +82,22 @@ type job struct {
 	lastTok time.Time
 	batch   int // rows in the batch at admission, this one included (serial: 1)
 	m       *metrics
+	task    task // set: the job is this task, not a completion execution
 
 	eng      *engine // set by submit
 	released bool    // its place in the engine's bound is given back
 
-	// A batched job never blocks the engine on its handler: events the
-	// channel cannot take yet wait in backlog (see send).
-	batched  bool
+	// A job never blocks the engine on its handler: events the channel
+	// cannot take yet wait in backlog (see send).
 	backlog  []event
 	finished bool // the final event is sent or in the backlog
 }
 
-// send hands an event to the handler unless the request is gone. A serial
-// job waits for the handler to take it, which paces generation to the
-// client. A batched job must not: one slow client would stall every row, so
-// what the channel cannot take now waits in the backlog, in order, and the
-// engine delivers it at its next step boundary (deliver).
+// send hands an event to the handler unless the request is gone. It never
+// waits for the handler: one slow client would stall every row, so what the
+// channel cannot take now waits in the backlog, in order, and the engine
+// delivers it at its next step boundary (deliver).
 func (j *job) send(ev event) error {
-	if !j.batched {
-		select {
-		case j.events <- ev:
-			return nil
-		case <-j.ctx.Done():
-			return j.ctx.Err()
-		}
-	}
 	if err := j.ctx.Err(); err != nil {
 		j.backlog = nil
 		return err
@@ -98,7 +106,7 @@ func (j *job) send(ev event) error {
 	return j.deliver()
 }
 
-// deliver moves as much of a batched job's backlog into its channel as fits
+// deliver moves as much of a job's backlog into its channel as fits
 // without waiting; the backlog of a request that is gone is dropped.
 func (j *job) deliver() error {
 	if err := j.ctx.Err(); err != nil {
@@ -151,23 +159,28 @@ func (j *job) token(id int32) error {
 	return nil
 }
 
-// engine owns the Runner: one goroutine takes jobs from a bounded queue and
-// runs them one at a time (serial) or as rows of a batch (continuous).
+// engine owns the Runner: one goroutine takes jobs from one bounded queue
+// and runs completions as rows of its batch and tasks (embeddings) between
+// the batch's steps.
 //
-// The bound is on jobs held, not on the channel: running rows + queued jobs
-// <= the concurrency cap (1 serial, MaxRows continuous) + maxQueue. Jobs
+// The bound is on jobs held, not on the channel: running rows + running
+// tasks + queued jobs <= the concurrency cap (MaxRows) + maxQueue. Jobs
 // leave the channel only at step boundaries, so a bound on the channel
 // alone would refuse requests that arrive during a long step while rows
 // are free.
 type engine struct {
 	runner Runner
-	batch  BatchRunner // nil: serial
+	// One bound, two lanes: completions wait in queue for a row, tasks in
+	// tasksq only for the next step boundary, so an embedding never waits
+	// behind a generation.
 	queue  chan *job
+	tasksq chan *job
 	m      *metrics
 	once   sync.Once
 	stop   chan struct{}
 	done   chan struct{}
-	live   map[*job]struct{} // batched jobs admitted whose events are not all delivered
+	live   map[*job]struct{} // jobs admitted whose events are not all delivered
+	tasks  []*job            // tasks admitted and not yet done
 
 	mu    sync.Mutex
 	held  int // jobs submitted whose final event is not yet sent
@@ -175,15 +188,12 @@ type engine struct {
 }
 
 func newEngine(r Runner, maxQueue int, m *metrics) *engine {
-	e := &engine{runner: r, m: m, stop: make(chan struct{}), done: make(chan struct{})}
-	rows := 1
-	if b, ok := r.(BatchRunner); ok && b.MaxRows() > 1 {
-		e.batch, e.live = b, map[*job]struct{}{}
-		rows = b.MaxRows()
-	}
+	e := &engine{runner: r, m: m, stop: make(chan struct{}), done: make(chan struct{}), live: map[*job]struct{}{}}
+	rows := max(1, r.MaxRows())
 	m.maxRows.set(float64(rows))
 	e.limit = rows + maxQueue
 	e.queue = make(chan *job, e.limit)
+	e.tasksq = make(chan *job, e.limit)
 	return e
 }
 
@@ -192,7 +202,7 @@ func (e *engine) capacity() int { return e.limit }
 
 // scheduling names the engine's mechanism for the execution composition.
 func (e *engine) scheduling() string {
-	if e.batch != nil {
+	if e.runner.MaxRows() > 1 {
 		return SchedulingContinuous
 	}
 	return SchedulingSerial
@@ -215,9 +225,13 @@ func (e *engine) submit(jobs ...*job) error {
 	e.held += len(jobs)
 	for _, j := range jobs {
 		j.eng = e
-		e.queue <- j // never blocks: the channel holds limit jobs
+		if j.task != nil {
+			e.tasksq <- j // never blocks: each channel holds limit jobs
+		} else {
+			e.queue <- j
+		}
 	}
-	e.m.queueDepth.set(float64(len(e.queue)))
+	e.setDepth()
 	return nil
 }
 
@@ -242,57 +256,27 @@ func (j *job) end(ev event) {
 	j.send(ev)
 }
 
-// run is the engine goroutine; it returns after close, once the jobs in
-// hand have ended, failing the jobs still queued.
-func (e *engine) run() {
-	defer close(e.done)
-	if e.batch != nil {
-		e.runContinuous()
-		return
-	}
-	for {
-		select {
-		case j := <-e.queue:
-			e.m.queueDepth.set(float64(len(e.queue)))
-			e.execute(j)
-		case <-e.stop:
-			e.failQueued()
-			return
-		}
-	}
-}
-
 // failQueued answers every job still waiting with ErrShuttingDown.
 func (e *engine) failQueued() {
 	for {
+		var j *job
 		select {
-		case j := <-e.queue:
-			j.finished = true
-			j.end(event{done: true, err: ErrShuttingDown})
+		case j = <-e.queue:
+		case j = <-e.tasksq:
 		default:
-			e.m.queueDepth.set(0)
+			e.setDepth()
 			return
 		}
+		e.live[j] = struct{}{}
+		j.finished = true
+		j.end(event{done: true, err: ErrShuttingDown})
 	}
 }
 
-// execute runs one job on the serial path.
-func (e *engine) execute(j *job) {
-	if err := j.ctx.Err(); err != nil {
-		// The client left (or timed out) while waiting: nothing to run.
-		j.end(event{done: true, err: err})
-		return
-	}
-	j.batch = 1
-	e.m.activeRows.set(1)
-	e.m.decodingRows.set(1)
-	defer e.m.activeRows.set(0)
-	defer e.m.decodingRows.set(0)
-	res, err := e.runner.Run(j.ctx, j.prompt, j.opts, j.seed, j.token)
-	e.finish(j, res, err)
-}
+// setDepth is the queue-depth gauge: jobs of either lane not yet admitted.
+func (e *engine) setDepth() { e.m.queueDepth.set(float64(len(e.queue) + len(e.tasksq))) }
 
-// finish ends a job on either path: the text held back for stop strings,
+// finish ends a completion execution: the text held back for stop strings,
 // the metrics, and the final event.
 func (e *engine) finish(j *job, res Result, err error) {
 	j.finished = true

@@ -18,7 +18,7 @@ func TestDisconnectFreesRow(t *testing.T) {
 	tk := testTokenizer(t)
 	ids, _ := tk.Encode(strings.Repeat("word ", 200), false)
 	run := &scriptRunner{script: ids, delay: 10 * time.Millisecond}
-	url, _ := startServer(t, Config{MaxTokens: 200, Model: Model{Tokenizer: tk, Runner: run, ContextLength: 4096}})
+	url, _ := startServer(t, Config{MaxTokens: 200, Model: Model{Tokenizer: tk, Runner: serial(run), ContextLength: 4096}})
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, "POST", url+"/v1/completions", strings.NewReader(`{"prompt":"hi","stream":true}`))
 	resp, err := http.DefaultClient.Do(req)
@@ -58,7 +58,7 @@ func (panicRunner) Run(context.Context, []int32, gen.Options, *uint64, func(int3
 
 // TestPanicBecomes500: a panic in a handler is a 500 in OpenAI's shape.
 func TestPanicBecomes500(t *testing.T) {
-	s, err := New(Config{MaxTokens: 8, MaxQueue: 1, Model: Model{Tokenizer: testTokenizer(t), Runner: panicRunner{}}})
+	s, err := New(Config{MaxTokens: 8, MaxQueue: 1, Model: Model{Tokenizer: testTokenizer(t), Runner: serial(panicRunner{})}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -96,7 +96,7 @@ func startServer(t testing.TB, cfg Config) (url string, s *Server) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg.Model.Runner = &scriptRunner{script: ids}
+		cfg.Model.Runner = serial(&scriptRunner{script: ids})
 	}
 	if cfg.Model.Fingerprint == nil {
 		cfg.Model.Fingerprint = func() (string, error) { return "sha256:test", nil }

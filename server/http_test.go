@@ -243,7 +243,7 @@ func TestQueueFull(t *testing.T) {
 	tk := testTokenizer(t)
 	ids, _ := tk.Encode("ok", false)
 	run := &scriptRunner{script: ids, block: make(chan struct{})}
-	url, s := startServer(t, Config{MaxQueue: 1, Model: Model{Tokenizer: tk, Runner: run}})
+	url, s := startServer(t, Config{MaxQueue: 1, Model: Model{Tokenizer: tk, Runner: serial(run)}})
 	var wg sync.WaitGroup
 	results := make([]int, 2)
 	for i := range 2 {
@@ -281,7 +281,7 @@ func TestShutdownDrains(t *testing.T) {
 	tk := testTokenizer(t)
 	ids, _ := tk.Encode(scriptText, false)
 	run := &scriptRunner{script: ids, delay: 20 * time.Millisecond}
-	s, err := New(Config{MaxTokens: 64, MaxQueue: 2, Model: Model{Tokenizer: tk, Runner: run}})
+	s, err := New(Config{MaxTokens: 64, MaxQueue: 2, Model: Model{Tokenizer: tk, Runner: serial(run)}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,7 +40,7 @@ type messageReply struct {
 func TestMessagesToolUse(t *testing.T) {
 	tk := testTokenizer(t)
 	runner := &agentRunner{t: tk}
-	url, _ := startServer(t, Config{APIKey: "k", Model: Model{Tokenizer: tk, Runner: runner, ContextLength: 4096}})
+	url, _ := startServer(t, Config{APIKey: "k", Model: Model{Tokenizer: tk, Runner: serial(runner), ContextLength: 4096}})
 	hdr := []string{"x-api-key", "k", "anthropic-version", "2023-06-01"}
 	status, _, b := post(t, url+"/v1/messages", `{"model":"m","max_tokens":64,"system":"Be terse.","messages":[{"role":"user","content":"Weather in Paris?"}],"tools":`+anthropicWeatherTool+`}`, hdr...)
 	if status != 200 {
@@ -97,7 +97,7 @@ func TestMessagesToolUse(t *testing.T) {
 // one input_json_delta, message_delta with stop_reason, message_stop.
 func TestMessagesStreamEvents(t *testing.T) {
 	tk := testTokenizer(t)
-	url, _ := startServer(t, Config{Model: Model{Tokenizer: tk, Runner: &agentRunner{t: tk}}})
+	url, _ := startServer(t, Config{Model: Model{Tokenizer: tk, Runner: serial(&agentRunner{t: tk})}})
 	req, _ := http.NewRequest("POST", url+"/v1/messages", strings.NewReader(`{"model":"m","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"Weather?"}],"tools":`+anthropicWeatherTool+`}`))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -205,7 +205,7 @@ func TestAnthropicClient(t *testing.T) {
 		testenv.Missing(t, "the anthropic package in .venv", "make venv")
 	}
 	tk := testTokenizer(t)
-	agent, _ := startServer(t, Config{APIKey: "test-key", Model: Model{Tokenizer: tk, Runner: &agentRunner{t: tk}, ContextLength: 4096}})
+	agent, _ := startServer(t, Config{APIKey: "test-key", Model: Model{Tokenizer: tk, Runner: serial(&agentRunner{t: tk}), ContextLength: 4096}})
 	m, stk := smollm2(t)
 	smol, _ := startServer(t, Config{APIKey: "test-key", MaxTokens: 8, Model: NewMLXModel(m, stk, "smollm2", "test", 64<<20)})
 	script := filepath.Join(testenv.RepoRoot(), "server", "testdata", "anthropic_client.py")

@@ -13,14 +13,13 @@ import (
 	"github.com/mlxgo/mlxgo/tok"
 )
 
-// MLXRunner runs completion executions on the MLX executor, reusing KV from
-// the prompt cache when it holds a prefix: one at a time with gen.Generate
-// (Run, the serial mechanism), or as rows of a gen.Batch when BatchRows > 1
-// (batchrunner.go, continuous batching).
+// MLXRunner runs completion executions as rows of one gen.Batch on the MLX
+// executor, at most BatchRows at a time (<= 1: one, the serial mechanism),
+// each row starting from the longest prefix the prompt cache holds.
 type MLXRunner struct {
 	Model     models.Model
 	Cache     *PromptCache // nil: no prompt cache
-	BatchRows int          // the most rows decoded together; <= 1: serial
+	BatchRows int          // the most rows decoded together; <= 1: one
 	// KV and QuantizedKVStart are the caches every execution gets and
 	// where their quantization starts (WithKV); the zero value is the
 	// model's own caches, never quantized.
@@ -33,44 +32,110 @@ type MLXRunner struct {
 	abort          error // while Abort closes the batch: the rows' error
 }
 
-// Run implements Runner. With a cache hit only the uncached prompt tokens go
-// to gen.Generate, as mlx_lm.server passes only the rest of the prompt; the
-// logits processors then see that rest, as they do there.
-func (r *MLXRunner) Run(ctx context.Context, prompt []int32, o gen.Options, seed *uint64, emit func(int32) error) (Result, error) {
-	var res Result
-	err := mlx.Do(func() error {
+// WithBatch returns m scheduled by continuous batching of up to rows rows
+// (rows <= 1: one row at a time, the serial mechanism). Its runner must be
+// an MLXRunner, over a model that can run rows (gen.RowModel) when rows > 1.
+func WithBatch(m Model, rows int) (Model, error) {
+	r, ok := m.Runner.(*MLXRunner)
+	if !ok {
+		return m, fmt.Errorf("cannot batch %s: its runner (%T) is not an MLX runner", m.ID, m.Runner)
+	}
+	if rows > 1 && (r.KV.KVBits > 0 || len(r.KV.Layers) > 0) {
+		return m, errBatchQuantizedKV(m.ID, rows)
+	}
+	if _, ok := r.Model.(gen.RowModel); !ok && rows > 1 {
+		return m, fmt.Errorf("cannot batch %s: the model cannot decode rows together", m.ID)
+	}
+	m.Runner = &MLXRunner{Model: r.Model, Cache: r.Cache, BatchRows: rows, KV: r.KV, QuantizedKVStart: r.QuantizedKVStart}
+	return m, nil
+}
+
+// MaxRows implements Runner: the concurrency cap.
+func (r *MLXRunner) MaxRows() int { return max(1, r.BatchRows) }
+
+// Add implements Runner. A prompt-cache hit leaves only the uncached tokens
+// to prefill, as mlx_lm.server passes only the rest of the prompt (the
+// logits processors then see that rest, as they do there). A row with a
+// seed draws from its own random key, the draws mx.random.seed(seed) then
+// generate_step would make, so rows with seeds do not disturb each other.
+func (r *MLXRunner) Add(ctx context.Context, prompt []int32, o gen.Options, seed *uint64, emit func(int32) error, done func(Result, error)) error {
+	return mlx.Do(func() error {
+		if r.batch == nil {
+			r.batch = gen.NewCappedBatch(r.Model, r.MaxRows())
+		}
+		var res Result
 		var caches []kv.Cache
 		if r.Cache != nil {
 			caches, res.CachedTokens = r.Cache.take(prompt)
 		}
 		o.KV, o.QuantizedKVStart = r.KV, r.QuantizedKVStart
-		if caches == nil {
-			caches, res.CachedTokens = r.Model.NewCaches(o.KV), 0
-		}
-		if seed != nil {
-			// mx.random.seed before anything draws a key: the same seed and
-			// request give the same tokens (the engine is serial).
-			if err := mlx.Seed(*seed); err != nil {
-				kv.FreeAll(caches)
-				return err
-			}
-		}
-		// gen.Generate counts the tokens the caches hold against the
-		// context, and leaves the caches to settle.
-		o.Caches = caches
+		// o.ContextLength stays whole: gen.Batch counts the tokens the
+		// caches hold against it.
 		var out []int32
-		st, err := gen.Generate(ctx, r.Model, prompt[res.CachedTokens:], o, func(t int32) error {
-			out = append(out, t)
-			return emit(t)
-		})
-		res.Stats = st
-		res = r.settle(res, append(append([]int32(nil), prompt...), out...), o.Caches, err)
+		row := gen.Row{
+			Ctx: ctx, Prompt: prompt[res.CachedTokens:], Caches: caches, Options: o, Seed: seed,
+			Emit: func(t int32) error {
+				out = append(out, t)
+				return emit(t)
+			},
+			Done: func(st gen.Stats, caches []kv.Cache, err error) {
+				if r.abort != nil {
+					err = r.abort
+				}
+				res.Stats = st
+				done(r.settle(res, append(append([]int32(nil), prompt...), out...), caches, err), err)
+			},
+		}
+		err := r.batch.Add(row)
+		if err != nil && caches != nil {
+			// The caches are still ours and still hold the prefix.
+			r.Cache.put(append([]int32(nil), prompt[:res.CachedTokens]...), caches)
+		}
+		r.count()
 		return err
 	})
-	return res, err
 }
 
-// settle ends an execution on either path: its caches go back to the
+// Step implements Runner: one gen.Batch step on the MLX executor.
+func (r *MLXRunner) Step() error {
+	return mlx.Do(func() error {
+		if r.batch == nil {
+			return nil
+		}
+		defer r.count()
+		return r.batch.Step()
+	})
+}
+
+// Abort implements Runner: the batch is closed, which ends every row (each
+// Done reports err), and a new one is made at the next Add.
+func (r *MLXRunner) Abort(err error) {
+	mlx.Do(func() error {
+		if r.batch == nil {
+			return nil
+		}
+		r.abort = err
+		r.batch.Close()
+		r.batch, r.abort = nil, nil
+		r.count()
+		return nil
+	})
+}
+
+// Rows and Decoding implement Runner from the counts taken on the executor
+// after each change, so that the engine reads them without a round trip to
+// MLX.
+func (r *MLXRunner) Rows() int     { return r.rows }
+func (r *MLXRunner) Decoding() int { return r.decoding }
+
+func (r *MLXRunner) count() {
+	r.rows, r.decoding = 0, 0
+	if r.batch != nil {
+		r.rows, r.decoding = r.batch.Len(), r.batch.Decoding()
+	}
+}
+
+// settle ends an execution: its caches go back to the
 // prompt cache under tokens (prompt and generated), or are freed after an
 // error or without a prompt cache, and res gets the figures for /metrics.
 // It runs on the MLX executor.
@@ -89,10 +154,10 @@ func (r *MLXRunner) settle(res Result, tokens []int32, caches []kv.Cache, err er
 	return res
 }
 
-// keep puts the caches back under the tokens they hold. Generation may run
-// one step ahead (gen.Generate does), so the caches may hold one token more
-// than was emitted (an EOS) or one less (the last token at max_tokens): the
-// key is what the caches hold, and an unknown extra token is trimmed off.
+// keep puts the caches back under the tokens they hold: gen.Batch hands
+// them back holding the prompt and all but the last emitted token (all of
+// them after an EOS); the key is what the caches hold, and any token beyond
+// what was emitted is trimmed off.
 func (r *MLXRunner) keep(tokens []int32, caches []kv.Cache) {
 	if len(caches) == 0 {
 		return

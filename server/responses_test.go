@@ -64,7 +64,7 @@ func postResponse(t *testing.T, url, body string) responseReply {
 func TestResponsesToolRoundTrip(t *testing.T) {
 	tk := testTokenizer(t)
 	runner := &agentRunner{t: tk}
-	url, _ := startServer(t, Config{Model: Model{Tokenizer: tk, Runner: runner, ContextLength: 4096}})
+	url, _ := startServer(t, Config{Model: Model{Tokenizer: tk, Runner: serial(runner), ContextLength: 4096}})
 	r := postResponse(t, url, `{"model":"m","instructions":"Be terse.","input":"Weather in Paris?","tools":`+responsesWeatherTool+`}`)
 	if r.Object != "response" || r.Status != "completed" || !strings.HasPrefix(r.ID, "resp_") || !slices.Equal(r.types(), []string{"reasoning", "function_call"}) {
 		t.Fatalf("first turn %+v", r)
@@ -101,7 +101,7 @@ func TestResponsesToolRoundTrip(t *testing.T) {
 func TestResponsesPreviousID(t *testing.T) {
 	tk := testTokenizer(t)
 	runner := &agentRunner{t: tk}
-	url, s := startServer(t, Config{Model: Model{Tokenizer: tk, Runner: runner, ContextLength: 4096}, ResponseStore: 2})
+	url, s := startServer(t, Config{Model: Model{Tokenizer: tk, Runner: serial(runner), ContextLength: 4096}, ResponseStore: 2})
 	r := postResponse(t, url, `{"model":"m","instructions":"Be terse.","input":"Weather in Paris?","tools":`+responsesWeatherTool+`}`)
 	callID := r.Output[1].CallID
 	r2 := postResponse(t, url, `{"model":"m","previous_response_id":"`+r.ID+`","input":[{"type":"function_call_output","call_id":"`+callID+`","output":"{\"temp\": 18}"}],"tools":`+responsesWeatherTool+`}`)
@@ -136,7 +136,7 @@ func TestResponsesPreviousID(t *testing.T) {
 // response equals what the deltas built.
 func TestResponsesStreamEvents(t *testing.T) {
 	tk := testTokenizer(t)
-	url, _ := startServer(t, Config{Model: Model{Tokenizer: tk, Runner: &agentRunner{t: tk}, ContextLength: 4096}})
+	url, _ := startServer(t, Config{Model: Model{Tokenizer: tk, Runner: serial(&agentRunner{t: tk}), ContextLength: 4096}})
 	for _, tc := range []struct {
 		name, body string
 		want       []string
@@ -261,7 +261,7 @@ func TestOpenAIClientResponses(t *testing.T) {
 		testenv.Missing(t, "the openai package in .venv", "make venv")
 	}
 	tk := testTokenizer(t)
-	agent, _ := startServer(t, Config{APIKey: "test-key", Model: Model{ID: "agent", Tokenizer: tk, Runner: &agentRunner{t: tk}, ContextLength: 4096}})
+	agent, _ := startServer(t, Config{APIKey: "test-key", Model: Model{ID: "agent", Tokenizer: tk, Runner: serial(&agentRunner{t: tk}), ContextLength: 4096}})
 	m, stk := smollm2(t)
 	smol, _ := startServer(t, Config{APIKey: "test-key", MaxTokens: 8, Model: NewMLXModel(m, stk, "smollm2", "test", 64<<20)})
 	cmd := exec.Command(py, filepath.Join(testenv.RepoRoot(), "server", "testdata", "openai_responses.py"), agent+"/v1", smol+"/v1", "test-key")

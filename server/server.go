@@ -3,11 +3,13 @@
 // server-sent event streaming, errors in OpenAI's shape, Prometheus metrics,
 // and the engine that runs completion executions.
 //
-// Handlers never touch MLX. They validate, tokenize and submit jobs to the
-// engine, whose one goroutine owns the model. The scheduling mechanism is
-// serial (--batch 1: one request at a time through Runner, gen.Generate) or
-// continuous batching (--batch N: up to N rows through BatchRunner, over
-// gen.Batch); both go through the prompt cache on the MLX executor.
+// Handlers never touch MLX. They validate, tokenize and submit jobs
+// (completions, embeddings) to one bounded queue of the engine, whose one
+// goroutine owns the model. There is one scheduler, gen.Batch behind the
+// Runner: --batch N caps its rows, and a cap of one is what the execution
+// composition records as the serial mechanism. Every row goes through the
+// prompt cache on the MLX executor; embeddings run between the batch's
+// steps.
 package server
 
 import (

@@ -100,7 +100,7 @@ type toolReply struct {
 func TestToolCallRoundTrip(t *testing.T) {
 	tk := testTokenizer(t)
 	runner := &agentRunner{t: tk}
-	url, _ := startServer(t, Config{Model: Model{Tokenizer: tk, Runner: runner}})
+	url, _ := startServer(t, Config{Model: Model{Tokenizer: tk, Runner: serial(runner)}})
 	user := `{"role":"user","content":"Weather in Paris?"}`
 
 	status, _, b := post(t, url+"/v1/chat/completions", `{"messages":[`+user+`],"tools":`+weatherTool+`}`)
@@ -170,7 +170,7 @@ func jsonString(s string) string { b, _ := json.Marshal(s); return string(b) }
 // reasoning_content deltas, and the last chunk says tool_calls.
 func TestToolCallStream(t *testing.T) {
 	tk := testTokenizer(t)
-	url, _ := startServer(t, Config{Model: Model{Tokenizer: tk, Runner: &agentRunner{t: tk}}})
+	url, _ := startServer(t, Config{Model: Model{Tokenizer: tk, Runner: serial(&agentRunner{t: tk})}})
 	status, _, b := post(t, url+"/v1/chat/completions", `{"stream":true,"messages":[{"role":"user","content":"Weather?"}],"tools":`+weatherTool+`}`)
 	if status != 200 {
 		t.Fatalf("status %d: %s", status, b)
@@ -236,7 +236,7 @@ func TestOpenAIClientFeatures(t *testing.T) {
 		testenv.Missing(t, "the openai package in .venv", "make venv")
 	}
 	tk := testTokenizer(t)
-	url, _ := startServer(t, Config{Model: Model{ID: "agent", Tokenizer: tk, Runner: &agentRunner{t: tk}}})
+	url, _ := startServer(t, Config{Model: Model{ID: "agent", Tokenizer: tk, Runner: serial(&agentRunner{t: tk})}})
 	cmd := exec.Command(py, filepath.Join(testenv.RepoRoot(), "server", "testdata", "openai_features.py"), url+"/v1")
 	cmd.Env = append(os.Environ(), "OPENAI_LOG=")
 	out, err := cmd.CombinedOutput()
@@ -252,7 +252,7 @@ func TestOpenAIClientFeatures(t *testing.T) {
 func TestThinkingKwargs(t *testing.T) {
 	tk := testTokenizer(t)
 	runner := &agentRunner{t: tk}
-	url, _ := startServer(t, Config{Model: Model{Tokenizer: tk, Runner: runner}})
+	url, _ := startServer(t, Config{Model: Model{Tokenizer: tk, Runner: serial(runner)}})
 	cases := []struct {
 		name, kwargs string
 		emptyThink   bool
@@ -288,7 +288,7 @@ func TestPromptEndsInsideThink(t *testing.T) {
 		cfg["chat_template"] = cfg["chat_template"].(string) + "{%- if add_generation_prompt %}{{- '<think>\\n' }}{%- endif %}"
 	})
 	ids, _ := tk.Encode("Hmm, colours.\n</think>\n\nBlue.", false)
-	url, _ := startServer(t, Config{Model: Model{Tokenizer: tk, Runner: &scriptRunner{script: ids}}})
+	url, _ := startServer(t, Config{Model: Model{Tokenizer: tk, Runner: serial(&scriptRunner{script: ids})}})
 
 	status, _, b := post(t, url+"/v1/chat/completions", `{"messages":[{"role":"user","content":"Colour?"}]}`)
 	var r toolReply
@@ -375,7 +375,7 @@ func TestSpecialThinkTokens(t *testing.T) {
 		t.Fatal("the edit did not make <think> special")
 	}
 	ids, _ := tk.Encode("<think>plan</think>Blue.", false)
-	url, _ := startServer(t, Config{Model: Model{Tokenizer: tk, Runner: &scriptRunner{script: ids}}})
+	url, _ := startServer(t, Config{Model: Model{Tokenizer: tk, Runner: serial(&scriptRunner{script: ids})}})
 	status, _, b := post(t, url+"/v1/chat/completions", `{"messages":[{"role":"user","content":"Colour?"}]}`)
 	var r toolReply
 	json.Unmarshal(b, &r)

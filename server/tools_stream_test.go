@@ -11,7 +11,7 @@ import (
 // null), and an answer that is text streams all of it, whitespace included.
 func TestToolCallStreamMatchesBody(t *testing.T) {
 	tk := testTokenizer(t)
-	url, _ := startServer(t, Config{Model: Model{Tokenizer: tk, Runner: &agentRunner{t: tk}}})
+	url, _ := startServer(t, Config{Model: Model{Tokenizer: tk, Runner: serial(&agentRunner{t: tk})}})
 	for _, tc := range []struct {
 		name, body string
 		content    *string
@@ -61,7 +61,7 @@ func TestToolCallsNeedDeclaredTools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	url, _ := startServer(t, Config{Model: Model{Tokenizer: tk, Runner: &scriptRunner{script: ids}}})
+	url, _ := startServer(t, Config{Model: Model{Tokenizer: tk, Runner: serial(&scriptRunner{script: ids})}})
 	_, _, b := post(t, url+"/v1/chat/completions", `{"messages":[{"role":"user","content":"Weather?"}]}`)
 	var r toolReply
 	json.Unmarshal(b, &r)
