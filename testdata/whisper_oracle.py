@@ -164,6 +164,7 @@ def main():
     ap.add_argument("--model", required=True, help="CTranslate2 Whisper directory")
     ap.add_argument("--out", required=True)
     ap.add_argument("--compile", action="store_true")
+    ap.add_argument("--concat", metavar="NAME=CLIP,CLIP...", help="also transcribe these clips joined, 2 s of silence apart, as OUT/NAME.wav (long-form seeking)")
     ap.add_argument("clips", nargs="+")
     a = ap.parse_args()
     if not a.compile:
@@ -203,8 +204,22 @@ def main():
     decoding.Inference.logits = logits_hook
     whisper.AudioEncoder.__call__ = enc_hook
     decoding.DecodingTask.run = run_hook
+    clips = list(a.clips)
+    if a.concat:
+        cname, _, joined = a.concat.partition("=")
+        parts = []
+        for clip in joined.split(","):
+            with wave.open(clip) as f:
+                parts.append(f.readframes(f.getnframes()))
+        path = os.path.join(a.out, cname + ".wav")
+        with wave.open(path, "wb") as f:
+            f.setnchannels(1)
+            f.setsampwidth(2)
+            f.setframerate(16000)
+            f.writeframes((b"\0\0" * 32000).join(parts))
+        clips.append(path)
     index = {}
-    for clip in a.clips:
+    for clip in clips:
         name = os.path.splitext(os.path.basename(clip))[0]
         rec.clear()
         rec.update(enc=[], logits=[], tokens=[], temps=[])

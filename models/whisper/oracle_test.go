@@ -180,7 +180,11 @@ func TestL1AgainstMLXWhisper(t *testing.T) {
 					}
 				}
 
-				// End to end from mlxgo's own mel.
+				// End to end from mlxgo's own mel (the short clips: each window
+				// costs seconds on the CPU pack).
+				if theirs.Frames-audio.NFrames > audio.NFrames {
+					return
+				}
 				var own *Result
 				run(t, func() (err error) {
 					own, err = d.TranscribeMel(context.Background(), ours, float64(len(samples))/audio.SampleRate, DefaultOptions())

@@ -1,0 +1,101 @@
+package whisper
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+)
+
+// Formats are the output formats Write knows: mlx-whisper's writers (text,
+// srt, vtt, tsv) and OpenAI's response formats (json, verbose_json).
+var Formats = []string{"text", "json", "verbose_json", "srt", "vtt", "tsv"}
+
+// formatTimestamp is writers.format_timestamp: milliseconds rounded half to
+// even (Python's round), hours only when asked for or non-zero.
+func formatTimestamp(seconds float64, alwaysHours bool, decimal string) string {
+	ms := int64(math.RoundToEven(math.Max(0, seconds) * 1000))
+	h := ms / 3_600_000
+	ms -= h * 3_600_000
+	m := ms / 60_000
+	ms -= m * 60_000
+	s := ms / 1000
+	ms -= s * 1000
+	hours := ""
+	if alwaysHours || h > 0 {
+		hours = fmt.Sprintf("%02d:", h)
+	}
+	return fmt.Sprintf("%s%02d:%02d%s%03d", hours, m, s, decimal, ms)
+}
+
+// Write prints r in format: text (each segment's text, stripped, one per
+// line, as WriteTXT), json ({"text": ...}, OpenAI's json), verbose_json
+// (OpenAI's: task, language, duration, text, segments), srt, vtt and tsv
+// (WriteSRT, WriteVTT, WriteTSV, segment times).
+func Write(w io.Writer, format, task string, r *Result) error {
+	var b strings.Builder
+	switch format {
+	case "text":
+		for _, s := range r.Segments {
+			b.WriteString(trimSpace(s.Text) + "\n")
+		}
+	case "json":
+		j, err := json.Marshal(struct {
+			Text string `json:"text"`
+		}{r.Text})
+		if err != nil {
+			return err
+		}
+		b.Write(j)
+		b.WriteByte('\n')
+	case "verbose_json":
+		if task == "" {
+			task = "transcribe"
+		}
+		j, err := json.Marshal(struct {
+			Task     string    `json:"task"`
+			Language string    `json:"language"`
+			Duration float64   `json:"duration"`
+			Text     string    `json:"text"`
+			Segments []Segment `json:"segments"`
+		}{task, languageName(r.Language), r.Duration, r.Text, r.Segments})
+		if err != nil {
+			return err
+		}
+		b.Write(j)
+		b.WriteByte('\n')
+	case "srt":
+		for i, s := range r.Segments {
+			fmt.Fprintf(&b, "%d\n%s --> %s\n%s\n\n", i+1, formatTimestamp(s.Start, true, ","), formatTimestamp(s.End, true, ","), subtitleText(s.Text))
+		}
+	case "vtt":
+		b.WriteString("WEBVTT\n\n")
+		for _, s := range r.Segments {
+			fmt.Fprintf(&b, "%s --> %s\n%s\n\n", formatTimestamp(s.Start, false, "."), formatTimestamp(s.End, false, "."), subtitleText(s.Text))
+		}
+	case "tsv":
+		b.WriteString("start\tend\ttext\n")
+		for _, s := range r.Segments {
+			fmt.Fprintf(&b, "%d\t%d\t%s\n", int64(math.RoundToEven(1000*s.Start)), int64(math.RoundToEven(1000*s.End)), strings.ReplaceAll(trimSpace(s.Text), "\t", " "))
+		}
+	default:
+		return fmt.Errorf("unknown format %q (want %s)", format, strings.Join(Formats, ", "))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func subtitleText(s string) string { return strings.ReplaceAll(trimSpace(s), "-->", "->") }
+
+// languageName is OpenAI's verbose_json language: the English name.
+func languageName(code string) string {
+	names := map[string]string{"en": "english", "zh": "chinese", "de": "german", "es": "spanish", "ru": "russian",
+		"ko": "korean", "fr": "french", "ja": "japanese", "pt": "portuguese", "tr": "turkish", "pl": "polish",
+		"ca": "catalan", "nl": "dutch", "ar": "arabic", "sv": "swedish", "it": "italian", "id": "indonesian",
+		"hi": "hindi", "fi": "finnish", "vi": "vietnamese", "he": "hebrew", "uk": "ukrainian", "el": "greek"}
+	if n, ok := names[code]; ok {
+		return n
+	}
+	return code
+}

@@ -1,0 +1,250 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mlxgo/mlxgo/mlx"
+	"github.com/mlxgo/mlxgo/models/whisper"
+	"github.com/mlxgo/mlxgo/models/whisper/audio"
+)
+
+const transcribeUsage = `Usage: mlxgo transcribe -m DIR [flags] [AUDIO.wav | -]
+
+Transcribes speech with Whisper and prints the transcript to stdout. AUDIO is
+a WAV file (PCM 8/16/24/32-bit or float, any rate and channel count: mixed to
+mono and resampled to 16 kHz); "-" or no argument reads it from stdin. Audio
+longer than 30 s is transcribed window by window, each window starting at the
+last timestamp the previous one decoded, as mlx-whisper does.
+
+DIR is a Whisper model directory: CTranslate2 (model.bin, config.json,
+tokenizer.json, as faster-whisper loads) or mlx-whisper's layout (config.json,
+weights.safetensors, with tokenizer.json beside it or given with --tokenizer).
+
+Flags:
+	-m DIR                         the model directory (required)
+	--format FORMAT                text (one line per segment, default), json
+	                               ({"text": ...}), verbose_json (segments with
+	                               times, log-probabilities), srt, vtt, tsv
+	--language CODE                the spoken language (multilingual models;
+	                               default en; English-only models take only en)
+	--task transcribe|translate    translate to English (multilingual models)
+	--prompt TEXT                  initial prompt: context for the first window
+	--temperature T                first sampling temperature (default 0: greedy)
+	--temperature-increment INC    on a failed window retry at T+INC, T+2·INC, …
+	                               up to 1 (default 0.2; 0: no fallback)
+	--compression-ratio-threshold X  a window whose text compresses better than
+	                               X is a failure (default 2.4; 0: off)
+	--logprob-threshold X          a window whose mean token log-probability is
+	                               below X is a failure (default -1)
+	--no-speech-threshold X        a window with <|nospeech|> above X and a low
+	                               log-probability is silence (default 0.6)
+	--no-condition-on-previous-text  do not prompt each window with the text
+	                               before it
+	--no-timestamps                decode text only (one segment per window)
+	--seed N                       seed for sampling at temperature > 0 (default 0)
+	--tokenizer PATH               tokenizer.json, when it is not in DIR
+	--verbose                      print audio length, load time, transcription
+	                               time and real-time factor to stderr
+` + runtimeUsage + `
+Example:
+	$ mlxgo transcribe -m ./whisper-tiny.en jfk.wav
+	And so my fellow Americans ask not what your country can do for you
+	ask what you can do for your country
+	$ sox speech.flac -t wav - | mlxgo transcribe -m ./whisper-tiny.en --format srt -
+`
+
+type transcribeCommand struct{ m *Main }
+
+type transcribeFlags struct {
+	model, format, language, task, prompt, tokenizer, input string
+	temperature, increment                               float64
+	crThreshold, lpThreshold, nsThreshold                float64
+	noCondition, noTimestamps, verbose, tempSet          bool
+	seed                                                 uint64
+	rt                                                   runtimeFlags
+}
+
+func (c *transcribeCommand) parse(args []string) (*transcribeFlags, error) {
+	fs := c.m.newFlagSet("transcribe", transcribeUsage)
+	f := &transcribeFlags{}
+	fs.StringVar(&f.model, "m", "", "")
+	fs.StringVar(&f.format, "format", "text", "")
+	fs.StringVar(&f.language, "language", "", "")
+	fs.StringVar(&f.task, "task", "transcribe", "")
+	fs.StringVar(&f.prompt, "prompt", "", "")
+	fs.StringVar(&f.tokenizer, "tokenizer", "", "")
+	fs.Float64Var(&f.temperature, "temperature", 0, "")
+	fs.Float64Var(&f.increment, "temperature-increment", 0.2, "")
+	fs.Float64Var(&f.crThreshold, "compression-ratio-threshold", 2.4, "")
+	fs.Float64Var(&f.lpThreshold, "logprob-threshold", -1, "")
+	fs.Float64Var(&f.nsThreshold, "no-speech-threshold", 0.6, "")
+	fs.BoolVar(&f.noCondition, "no-condition-on-previous-text", false, "")
+	fs.BoolVar(&f.noTimestamps, "no-timestamps", false, "")
+	fs.Uint64Var(&f.seed, "seed", 0, "")
+	fs.BoolVar(&f.verbose, "verbose", false, "")
+	f.rt.register(fs)
+	// Flags may follow the audio argument (mlxgo transcribe a.wav -m DIR).
+	var rest []string
+	for {
+		if err := c.m.parseFlags(fs, args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		rest = append(rest, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	if err := f.rt.resolve(os.Getenv); err != nil {
+		return nil, err
+	}
+	fs.Visit(func(fl *flag.Flag) {
+		if fl.Name == "temperature" || fl.Name == "temperature-increment" {
+			f.tempSet = true
+		}
+	})
+	switch {
+	case len(rest) > 1:
+		return nil, usagef("unexpected argument %q (one audio file at a time)", rest[1])
+	case f.model == "":
+		return nil, usagef("-m DIR is required")
+	case !slices.Contains(whisper.Formats, f.format):
+		return nil, usagef("--format %q: want one of %s", f.format, strings.Join(whisper.Formats, ", "))
+	case f.task != "transcribe" && f.task != "translate":
+		return nil, usagef("--task %q: want transcribe or translate", f.task)
+	case !(f.temperature >= 0 && f.temperature <= 1):
+		return nil, usagef("--temperature %v: want 0 to 1", f.temperature)
+	case !(f.increment >= 0 && f.increment <= 1):
+		return nil, usagef("--temperature-increment %v: want 0 to 1", f.increment)
+	case math.IsNaN(f.crThreshold) || f.crThreshold < 0:
+		return nil, usagef("--compression-ratio-threshold %v: want 0 (off) or more", f.crThreshold)
+	}
+	if len(rest) == 1 {
+		f.input = rest[0]
+	}
+	return f, nil
+}
+
+// temperatures is the fallback schedule: mlx-whisper's default tuple, or
+// np.arange(T, 1 + 1e-6, INC) as its command line builds it.
+func (f *transcribeFlags) temperatures() []float64 {
+	if !f.tempSet {
+		return whisper.DefaultOptions().Temperatures
+	}
+	if f.increment == 0 {
+		return []float64{f.temperature}
+	}
+	var ts []float64
+	for i := 0; ; i++ {
+		t := f.temperature + float64(i)*f.increment
+		if t >= 1+1e-6 {
+			break
+		}
+		ts = append(ts, t)
+	}
+	return ts
+}
+
+// readAudio reads the whole input: a named file or stdin.
+func (c *transcribeCommand) readAudio(f *transcribeFlags) ([]float32, *audio.Clip, string, error) {
+	name := f.input
+	var r io.Reader
+	if name == "" || name == "-" {
+		name, r = "stdin", bufio.NewReader(c.m.Stdin)
+	} else {
+		fh, err := os.Open(name)
+		if err != nil {
+			return nil, nil, "", err
+		}
+		defer fh.Close()
+		r = bufio.NewReader(fh)
+	}
+	x, clip, err := audio.Load(r)
+	if err != nil {
+		hint := ""
+		if err == audio.ErrNotWAV || strings.Contains(err.Error(), "not a WAV") {
+			hint = " (only WAV is read natively; convert other formats with ffmpeg -i IN -ar 16000 -ac 1 -f wav -)"
+		}
+		return nil, nil, "", fmt.Errorf("cannot read audio from %s: %w%s", name, err, hint)
+	}
+	if len(x) == 0 {
+		return nil, nil, "", fmt.Errorf("cannot transcribe %s: it holds no samples", name)
+	}
+	return x, clip, name, nil
+}
+
+func (c *transcribeCommand) Run(ctx context.Context, args []string) error {
+	f, err := c.parse(args)
+	if err != nil {
+		return err
+	}
+	if st, err := os.Stat(f.model); err != nil {
+		return fmt.Errorf("cannot load whisper model: %w", err)
+	} else if !st.IsDir() {
+		return fmt.Errorf("cannot load whisper model: %s is not a directory", f.model)
+	}
+	samples, clip, name, err := c.readAudio(f)
+	if err != nil {
+		return err
+	}
+	if err := loadMLX(ctx, &f.rt); err != nil {
+		return err
+	}
+	tokPath := f.tokenizer
+	if tokPath == "" {
+		tokPath = filepath.Join(f.model, "tokenizer.json")
+	}
+	o := whisper.DefaultOptions()
+	o.Temperatures = f.temperatures()
+	o.CompressionRatioThreshold = f.crThreshold
+	o.LogprobThreshold = f.lpThreshold
+	o.NoSpeechThreshold = f.nsThreshold
+	o.NoConditionOnPreviousText = f.noCondition
+	o.InitialPrompt = f.prompt
+	o.WithoutTimestamps = f.noTimestamps
+	o.Seed = f.seed
+	var res *whisper.Result
+	var loadTime, runTime time.Duration
+	err = mlx.Do(func() error {
+		t0 := time.Now()
+		m, err := whisper.Load(f.model)
+		if err != nil {
+			return fmt.Errorf("cannot load whisper model: %w", err)
+		}
+		defer m.Close()
+		tk, err := whisper.LoadTokenizer(tokPath, m.Dims, f.language, f.task)
+		if err != nil {
+			return err
+		}
+		d, err := whisper.NewDecoder(m, tk)
+		if err != nil {
+			return err
+		}
+		loadTime = time.Since(t0)
+		t1 := time.Now()
+		res, err = d.Transcribe(ctx, samples, o)
+		runTime = time.Since(t1)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if f.verbose {
+		secs := float64(len(samples)) / audio.SampleRate
+		fmt.Fprintf(c.m.Stderr, "mlxgo: audio %s: %.2f s (%d Hz, %d channels, %s), model load %.2f s\n",
+			name, clip.Duration(), clip.Rate, clip.Channels, clip.Format, loadTime.Seconds())
+		fmt.Fprintf(c.m.Stderr, "mlxgo: transcribed %.2f s of audio in %.2f s (real-time factor %.3f, %.1fx real time), %d windows, %d fallbacks, %d segments\n",
+			secs, runTime.Seconds(), runTime.Seconds()/secs, secs/runTime.Seconds(), res.Windows, res.Fallbacks, len(res.Segments))
+	}
+	return whisper.Write(c.m.Stdout, f.format, f.task, res)
+}
