@@ -2,6 +2,7 @@ package models
 
 import (
 	"fmt"
+	"sort"
 
 	"github.com/mlxgo/mlxgo/kv"
 	"github.com/mlxgo/mlxgo/mlx"
@@ -18,6 +19,16 @@ var architectures = map[string]nn.Builder{
 	"qwen2":       qwen2.New,
 	"qwen3":       qwen3.New,
 	"gemma3_text": gemma3.New,
+}
+
+// Supported lists the model types Load accepts.
+func Supported() []string {
+	out := make([]string, 0, len(architectures))
+	for k := range architectures {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // RowModel is a Model that can run one decode step for several independent

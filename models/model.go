@@ -109,16 +109,6 @@ func sha256File(path string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// Supported lists the model types Load accepts.
-func Supported() []string {
-	out := make([]string, 0, len(architectures))
-	for k := range architectures {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
 // EOSIDs are the ids that end generation: the config's eos_token_id plus
 // extra (the tokenizer's EOS), each once, as mlx-lm's TokenizerWrapper
 // collects them.

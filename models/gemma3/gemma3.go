@@ -77,7 +77,6 @@ type block struct {
 	inputNorm, postAttnNorm *mlx.Array
 	preFFNorm, postFFNorm   *mlx.Array
 	eps                     float32
-	sliding                 bool
 }
 
 func (b *block) apply(x *mlx.Array, mask kv.Mask, c kv.Cache) *mlx.Array {
@@ -107,7 +106,8 @@ type Model struct {
 	layers        []*block
 	norm          *mlx.Array
 	eps           float32
-	lmHead        *nn.Linear // nil: tied to the embedding
+	head          *nn.Head
+	sliding       []bool // per layer: not every pattern-th
 	pattern       int
 	window        int
 }
@@ -125,7 +125,7 @@ func (m *Model) Forward(tokens *mlx.Array, caches []kv.Cache) *mlx.Array {
 	}
 	for i, l := range m.layers {
 		mask := global
-		if l.sliding {
+		if m.sliding[i] {
 			mask = sliding
 		}
 		h = l.apply(h, mask, kv.At(caches, i))
@@ -134,26 +134,11 @@ func (m *Model) Forward(tokens *mlx.Array, caches []kv.Cache) *mlx.Array {
 }
 
 // Unembed implements nn.Decoder.
-func (m *Model) Unembed(h *mlx.Array) *mlx.Array {
-	if m.lmHead != nil {
-		return m.lmHead.Apply(h)
-	}
-	return m.embed.AsLinear(h)
-}
+func (m *Model) Unembed(h *mlx.Array) *mlx.Array { return m.head.Apply(h) }
 
 // NewCaches is Model.make_cache: a rotating cache of the window for sliding
 // layers, growable for global ones; mlx-lm ignores --max-kv-size here.
-func (m *Model) NewCaches(kv.Options) []kv.Cache {
-	out := make([]kv.Cache, len(m.layers))
-	for i, l := range m.layers {
-		if l.sliding {
-			out[i] = kv.NewRotating(m.window, 0)
-		} else {
-			out[i] = kv.NewKVCache()
-		}
-	}
-	return out
-}
+func (m *Model) NewCaches(kv.Options) []kv.Cache { return nn.SlidingCaches(m.sliding, m.window) }
 
 // Facts implements nn.Decoder.
 func (m *Model) Facts() nn.Facts {
@@ -217,8 +202,7 @@ func New(config []byte, w *nn.Weights) (nn.Decoder, error) {
 		}
 		m.layers = append(m.layers, &block{
 			attn: &attention{
-				qkv: w.Projections([]string{p + "self_attn.q_proj", p + "self_attn.k_proj", p + "self_attn.v_proj"},
-					hidden, []int{c.NumAttentionHeads * headDim, kvHeads * headDim, kvHeads * headDim}, false),
+				qkv:   w.QKV(p+"self_attn.", hidden, c.NumAttentionHeads*headDim, kvHeads*headDim, false),
 				o:     w.Linear(p+"self_attn.o_proj", c.NumAttentionHeads*headDim, hidden, false),
 				qNorm: norm(p+"self_attn.q_norm.weight", headDim),
 				kNorm: norm(p+"self_attn.k_norm.weight", headDim),
@@ -234,8 +218,8 @@ func New(config []byte, w *nn.Weights) (nn.Decoder, error) {
 			preFFNorm:    norm(p+"pre_feedforward_layernorm.weight", hidden),
 			postFFNorm:   norm(p+"post_feedforward_layernorm.weight", hidden),
 			eps:          m.eps,
-			sliding:      sliding,
 		})
+		m.sliding = append(m.sliding, sliding)
 		if w.Err() != nil {
 			return nil, w.Err()
 		}
@@ -245,8 +229,6 @@ func New(config []byte, w *nn.Weights) (nn.Decoder, error) {
 	m.embedScale = w.Keep(mlx.Scalar(float32(math.Sqrt(float64(hidden))), mlx.BFloat16))
 	m.embed = w.Embedding("model.embed_tokens", c.VocabSize, hidden)
 	m.norm = norm("model.norm.weight", hidden)
-	if !tied {
-		m.lmHead = w.Linear("lm_head", hidden, c.VocabSize, false)
-	}
+	m.head = w.Head(m.embed, hidden, c.VocabSize, tied)
 	return m, w.Finish()
 }

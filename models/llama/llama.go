@@ -58,39 +58,29 @@ func (a *attention) apply(x *mlx.Array, mask kv.Mask, c kv.Cache) *mlx.Array {
 	return a.o.Apply(mlx.Reshape(mlx.Transpose(out, 0, 2, 1, 3), b, l, -1))
 }
 
-type mlp struct {
-	gateUp *nn.Projections
-	down   *nn.Linear
-}
-
-func (m *mlp) apply(x *mlx.Array) *mlx.Array {
-	p := m.gateUp.Apply(x)
-	return m.down.Apply(mlx.SwiGLU(p[0], p[1]))
-}
-
 type block struct {
 	attn                    *attention
-	mlp                     *mlp
+	mlp                     *nn.MLP
 	inputNorm, postAttnNorm *mlx.Array
 	eps                     float32
-	sliding                 bool
 }
 
 func (b *block) apply(x *mlx.Array, mask kv.Mask, c kv.Cache) *mlx.Array {
 	r := b.attn.apply(mlx.RMSNorm(x, b.inputNorm, b.eps), mask, c)
 	h := mlx.Add(x, r)
-	r = b.mlp.apply(mlx.RMSNorm(h, b.postAttnNorm, b.eps))
+	r = b.mlp.Apply(mlx.RMSNorm(h, b.postAttnNorm, b.eps))
 	return mlx.Add(h, r)
 }
 
 // Model is llama.py's Model (LlamaModel and the lm head).
 type Model struct {
-	cfg    Config
-	embed  *nn.Embedding
-	layers []*block
-	norm   *mlx.Array
-	eps    float32
-	lmHead *nn.Linear // nil: tied to the embedding
+	cfg     Config
+	embed   *nn.Embedding
+	layers  []*block
+	norm    *mlx.Array
+	eps     float32
+	head    *nn.Head
+	sliding []bool // per layer: attends over the last window tokens
 	// faIdx and swaIdx are the first full and sliding layers, whose caches
 	// make the masks (swaIdx < 0: none).
 	faIdx, swaIdx int
@@ -108,7 +98,7 @@ func (m *Model) Forward(tokens *mlx.Array, caches []kv.Cache) *mlx.Array {
 	}
 	for i, l := range m.layers {
 		mask := full
-		if l.sliding {
+		if m.sliding[i] {
 			mask = sliding
 		}
 		h = l.apply(h, mask, kv.At(caches, i))
@@ -117,26 +107,11 @@ func (m *Model) Forward(tokens *mlx.Array, caches []kv.Cache) *mlx.Array {
 }
 
 // Unembed implements nn.Decoder.
-func (m *Model) Unembed(h *mlx.Array) *mlx.Array {
-	if m.lmHead != nil {
-		return m.lmHead.Apply(h)
-	}
-	return m.embed.AsLinear(h)
-}
+func (m *Model) Unembed(h *mlx.Array) *mlx.Array { return m.head.Apply(h) }
 
 // NewCaches is Model.make_cache: a rotating cache of the window for sliding
 // layers, growable otherwise; mlx-lm ignores --max-kv-size here.
-func (m *Model) NewCaches(kv.Options) []kv.Cache {
-	out := make([]kv.Cache, len(m.layers))
-	for i, l := range m.layers {
-		if l.sliding {
-			out[i] = kv.NewRotating(m.window, 0)
-		} else {
-			out[i] = kv.NewKVCache()
-		}
-	}
-	return out
-}
+func (m *Model) NewCaches(kv.Options) []kv.Cache { return nn.SlidingCaches(m.sliding, m.window) }
 
 // Facts implements nn.Decoder.
 func (m *Model) Facts() nn.Facts {
@@ -200,29 +175,22 @@ func New(config []byte, w *nn.Weights) (nn.Decoder, error) {
 		p := fmt.Sprintf("model.layers.%d.", i)
 		m.layers = append(m.layers, &block{
 			attn: &attention{
-				qkv: w.Projections([]string{p + "self_attn.q_proj", p + "self_attn.k_proj", p + "self_attn.v_proj"},
-					hidden, []int{c.NumAttentionHeads * headDim, kvHeads * headDim, kvHeads * headDim}, c.AttentionBias),
+				qkv:   w.QKV(p+"self_attn.", hidden, c.NumAttentionHeads*headDim, kvHeads*headDim, c.AttentionBias),
 				o:     w.Linear(p+"self_attn.o_proj", c.NumAttentionHeads*headDim, hidden, c.AttentionBias),
 				heads: c.NumAttentionHeads, kvHeads: kvHeads, scale: scale, rope: rope,
 			},
-			mlp: &mlp{
-				gateUp: w.Projections([]string{p + "mlp.gate_proj", p + "mlp.up_proj"}, hidden,
-					[]int{c.IntermediateSize, c.IntermediateSize}, c.MLPBias),
-				down: w.Linear(p+"mlp.down_proj", c.IntermediateSize, hidden, c.MLPBias),
-			},
+			mlp:          w.MLP(p+"mlp.", hidden, c.IntermediateSize, c.MLPBias),
 			inputNorm:    w.Get(p+"input_layernorm.weight", hidden),
 			postAttnNorm: w.Get(p+"post_attention_layernorm.weight", hidden),
 			eps:          m.eps,
-			sliding:      layerTypes[i] == "sliding_attention",
 		})
+		m.sliding = append(m.sliding, layerTypes[i] == "sliding_attention")
 		if w.Err() != nil {
 			return nil, w.Err()
 		}
 	}
 	m.embed = w.Embedding("model.embed_tokens", c.VocabSize, hidden)
 	m.norm = w.Get("model.norm.weight", hidden)
-	if !tied {
-		m.lmHead = w.Linear("lm_head", hidden, c.VocabSize, false)
-	}
+	m.head = w.Head(m.embed, hidden, c.VocabSize, tied)
 	return m, w.Finish()
 }

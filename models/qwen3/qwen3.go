@@ -56,19 +56,9 @@ func (a *attention) apply(x *mlx.Array, mask kv.Mask, c kv.Cache) *mlx.Array {
 	return a.o.Apply(mlx.Reshape(mlx.Transpose(out, 0, 2, 1, 3), b, l, -1))
 }
 
-type mlp struct {
-	gateUp *nn.Projections
-	down   *nn.Linear
-}
-
-func (m *mlp) apply(x *mlx.Array) *mlx.Array {
-	p := m.gateUp.Apply(x)
-	return m.down.Apply(mlx.SwiGLU(p[0], p[1]))
-}
-
 type block struct {
 	attn                    *attention
-	mlp                     *mlp
+	mlp                     *nn.MLP
 	inputNorm, postAttnNorm *mlx.Array
 	eps                     float32
 }
@@ -76,7 +66,7 @@ type block struct {
 func (b *block) apply(x *mlx.Array, mask kv.Mask, c kv.Cache) *mlx.Array {
 	r := b.attn.apply(mlx.RMSNorm(x, b.inputNorm, b.eps), mask, c)
 	h := mlx.Add(x, r)
-	r = b.mlp.apply(mlx.RMSNorm(h, b.postAttnNorm, b.eps))
+	r = b.mlp.Apply(mlx.RMSNorm(h, b.postAttnNorm, b.eps))
 	return mlx.Add(h, r)
 }
 
@@ -87,7 +77,7 @@ type Model struct {
 	layers []*block
 	norm   *mlx.Array
 	eps    float32
-	lmHead *nn.Linear // nil: tied to the embedding
+	head   *nn.Head
 }
 
 // Forward implements nn.Decoder.
@@ -101,12 +91,7 @@ func (m *Model) Forward(tokens *mlx.Array, caches []kv.Cache) *mlx.Array {
 }
 
 // Unembed implements nn.Decoder.
-func (m *Model) Unembed(h *mlx.Array) *mlx.Array {
-	if m.lmHead != nil {
-		return m.lmHead.Apply(h)
-	}
-	return m.embed.AsLinear(h)
-}
+func (m *Model) Unembed(h *mlx.Array) *mlx.Array { return m.head.Apply(h) }
 
 // NewCaches is make_prompt_cache: qwen3.py has no make_cache.
 func (m *Model) NewCaches(opts kv.Options) []kv.Cache { return nn.DefaultCaches(len(m.layers), opts) }
@@ -156,18 +141,13 @@ func New(config []byte, w *nn.Weights) (nn.Decoder, error) {
 		p := fmt.Sprintf("model.layers.%d.", i)
 		m.layers = append(m.layers, &block{
 			attn: &attention{
-				qkv: w.Projections([]string{p + "self_attn.q_proj", p + "self_attn.k_proj", p + "self_attn.v_proj"},
-					hidden, []int{c.NumAttentionHeads * headDim, kvHeads * headDim, kvHeads * headDim}, false),
+				qkv:   w.QKV(p+"self_attn.", hidden, c.NumAttentionHeads*headDim, kvHeads*headDim, false),
 				o:     w.Linear(p+"self_attn.o_proj", c.NumAttentionHeads*headDim, hidden, false),
 				qNorm: w.Get(p+"self_attn.q_norm.weight", headDim),
 				kNorm: w.Get(p+"self_attn.k_norm.weight", headDim),
 				eps:   m.eps, heads: c.NumAttentionHeads, kvHeads: kvHeads, scale: scale, rope: rope,
 			},
-			mlp: &mlp{
-				gateUp: w.Projections([]string{p + "mlp.gate_proj", p + "mlp.up_proj"}, hidden,
-					[]int{c.IntermediateSize, c.IntermediateSize}, false),
-				down: w.Linear(p+"mlp.down_proj", c.IntermediateSize, hidden, false),
-			},
+			mlp:          w.MLP(p+"mlp.", hidden, c.IntermediateSize, false),
 			inputNorm:    w.Get(p+"input_layernorm.weight", hidden),
 			postAttnNorm: w.Get(p+"post_attention_layernorm.weight", hidden),
 			eps:          m.eps,
@@ -178,8 +158,6 @@ func New(config []byte, w *nn.Weights) (nn.Decoder, error) {
 	}
 	m.embed = w.Embedding("model.embed_tokens", c.VocabSize, hidden)
 	m.norm = w.Get("model.norm.weight", hidden)
-	if !tied {
-		m.lmHead = w.Linear("lm_head", hidden, c.VocabSize, false)
-	}
+	m.head = w.Head(m.embed, hidden, c.VocabSize, tied)
 	return m, w.Finish()
 }

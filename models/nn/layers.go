@@ -1,0 +1,71 @@
+package nn
+
+import (
+	"github.com/mlxgo/mlxgo/kv"
+	"github.com/mlxgo/mlxgo/mlx"
+)
+
+// QKV takes an attention's q_proj, k_proj and v_proj under path (packed as
+// one when Projections can), for q queries and kv keys and values wide.
+func (ws *Weights) QKV(path string, hidden, q, kv int, bias bool) *Projections {
+	return ws.Projections([]string{path + "q_proj", path + "k_proj", path + "v_proj"}, hidden, []int{q, kv, kv}, bias)
+}
+
+// MLP is llama.py's MLP, the gated feed-forward block that llama, qwen2 and
+// qwen3 share: down(silu(gate(x)) * up(x)), swiglu as one node.
+type MLP struct {
+	gateUp *Projections
+	down   *Linear
+}
+
+// MLP takes gate_proj, up_proj (packed as one when Projections can) and
+// down_proj under path.
+func (ws *Weights) MLP(path string, hidden, width int, bias bool) *MLP {
+	return &MLP{
+		gateUp: ws.Projections([]string{path + "gate_proj", path + "up_proj"}, hidden, []int{width, width}, bias),
+		down:   ws.Linear(path+"down_proj", width, hidden, bias),
+	}
+}
+
+func (m *MLP) Apply(x *mlx.Array) *mlx.Array {
+	p := m.gateUp.Apply(x)
+	return m.down.Apply(mlx.SwiGLU(p[0], p[1]))
+}
+
+// Head is a model's output projection: lm_head, or the embedding's
+// as_linear when tied.
+type Head struct {
+	embed  *Embedding
+	lmHead *Linear
+}
+
+// Head takes lm_head unless tied to embed.
+func (ws *Weights) Head(embed *Embedding, hidden, vocab int, tied bool) *Head {
+	h := &Head{embed: embed}
+	if !tied {
+		h.lmHead = ws.Linear("lm_head", hidden, vocab, false)
+	}
+	return h
+}
+
+func (h *Head) Apply(x *mlx.Array) *mlx.Array {
+	if h.lmHead != nil {
+		return h.lmHead.Apply(x)
+	}
+	return h.embed.AsLinear(x)
+}
+
+// SlidingCaches is the make_cache of models with sliding-window layers
+// (llama's layer_types, gemma3): a rotating cache of the window for a
+// sliding layer, a growable one otherwise.
+func SlidingCaches(sliding []bool, window int) []kv.Cache {
+	out := make([]kv.Cache, len(sliding))
+	for i, s := range sliding {
+		if s {
+			out[i] = kv.NewRotating(window, 0)
+		} else {
+			out[i] = kv.NewKVCache()
+		}
+	}
+	return out
+}
