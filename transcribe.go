@@ -67,11 +67,11 @@ type transcribeCommand struct{ m *Main }
 
 type transcribeFlags struct {
 	model, format, language, task, prompt, tokenizer, input string
-	temperature, increment                               float64
-	crThreshold, lpThreshold, nsThreshold                float64
-	noCondition, noTimestamps, verbose, tempSet          bool
-	seed                                                 uint64
-	rt                                                   runtimeFlags
+	temperature, increment                                  float64
+	crThreshold, lpThreshold, nsThreshold                   float64
+	noCondition, noTimestamps, verbose, tempSet             bool
+	seed                                                    uint64
+	rt                                                      runtimeFlags
 }
 
 func (c *transcribeCommand) parse(args []string) (*transcribeFlags, error) {

@@ -41,30 +41,24 @@ func Write(w io.Writer, format, task string, r *Result) error {
 			b.WriteString(trimSpace(s.Text) + "\n")
 		}
 	case "json":
-		j, err := json.Marshal(struct {
+		if err := writeJSON(&b, struct {
 			Text string `json:"text"`
-		}{r.Text})
-		if err != nil {
+		}{r.Text}); err != nil {
 			return err
 		}
-		b.Write(j)
-		b.WriteByte('\n')
 	case "verbose_json":
 		if task == "" {
 			task = "transcribe"
 		}
-		j, err := json.Marshal(struct {
+		if err := writeJSON(&b, struct {
 			Task     string    `json:"task"`
 			Language string    `json:"language"`
 			Duration float64   `json:"duration"`
 			Text     string    `json:"text"`
 			Segments []Segment `json:"segments"`
-		}{task, languageName(r.Language), r.Duration, r.Text, r.Segments})
-		if err != nil {
+		}{task, languageName(r.Language), r.Duration, r.Text, r.Segments}); err != nil {
 			return err
 		}
-		b.Write(j)
-		b.WriteByte('\n')
 	case "srt":
 		for i, s := range r.Segments {
 			fmt.Fprintf(&b, "%d\n%s --> %s\n%s\n\n", i+1, formatTimestamp(s.Start, true, ","), formatTimestamp(s.End, true, ","), subtitleText(s.Text))
@@ -84,6 +78,14 @@ func Write(w io.Writer, format, task string, r *Result) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeJSON writes v as one line, without HTML escaping (a transcript's
+// "<" and ">" stay as they are).
+func writeJSON(w io.Writer, v any) error {
+	e := json.NewEncoder(w)
+	e.SetEscapeHTML(false)
+	return e.Encode(v)
 }
 
 func subtitleText(s string) string { return strings.ReplaceAll(trimSpace(s), "-->", "->") }
