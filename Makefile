@@ -218,7 +218,8 @@ bench-1b: oracle-big
 # The mlx-whisper oracle (testdata/whisper_oracle.py, its own venv: testdata/whisper_requirements.txt
 # says why it is not .venv): tiny.en converted from CT2, mel, encoder output, every decoding step's
 # logits and the segments of jfk.wav, a LibriVox clip and all the LibriVox clips + jfk joined (41 s,
-# two windows), for models/whisper's TestL1AgainstMLXWhisper.
+# two windows), for models/whisper's TestL1AgainstMLXWhisper; then faster-whisper's text on the same
+# CT2 weights and clips (testdata/whisper_faster.py), which that test compares too.
 WHISPER_VENV  := $(CACHE)/whisper-venv
 COMMA         := ,
 WHISPER_MODEL := $(DATA)/whisper-tiny.en-ct2
@@ -228,11 +229,25 @@ $(WHISPER_VENV)/.stamp: testdata/whisper_requirements.txt
 	test -x $(WHISPER_VENV)/bin/python || python3 -m venv $(WHISPER_VENV)
 	$(WHISPER_VENV)/bin/pip install -q --disable-pip-version-check --no-deps -r testdata/whisper_requirements.txt
 	touch $@
-oracle-whisper: $(ORACLE)/whisper/index.json
+oracle-whisper: $(ORACLE)/whisper/index.json $(ORACLE)/whisper/faster/longform.json
 $(ORACLE)/whisper/index.json: $(WHISPER_VENV)/.stamp $(WHISPER_MODEL)/model.bin $(DATA)/audio/jfk.wav $(DATA)/audio/pocketsphinx/.stamp testdata/whisper_oracle.py
 	$(WHISPER_VENV)/bin/python testdata/whisper_oracle.py --model $(WHISPER_MODEL) --out $(ORACLE)/whisper \
 	  --concat longform=$(subst $(eval) ,$(COMMA),$(DATA)/audio/jfk.wav $(foreach n,0870 0880 0890 0920 0930,$(LIBRIVOX)-$(n).wav)) \
 	  $(DATA)/audio/jfk.wav $(LIBRIVOX)-0870.wav
+$(ORACLE)/whisper/faster/longform.json: $(ORACLE)/whisper/index.json testdata/whisper_faster.py
+	$(WHISPER_VENV)/bin/python testdata/whisper_faster.py --model $(WHISPER_MODEL) --out $(ORACLE)/whisper/faster \
+	  $(DATA)/audio/jfk.wav $(LIBRIVOX)-0870.wav $(ORACLE)/whisper/longform.wav
+
+# mlxgo transcribe against mlx-whisper (same libmlx, same tiny.en weights) on jfk.wav, a LibriVox
+# clip and a 5-minute clip joined from them: alternating rounds, medians, real-time factors, ratios
+# (testdata/whisper_bench.py; report in .cache/bench/transcribe.json).
+.PHONY: bench-transcribe
+BENCH_TRANSCRIBE_ROUNDS ?= 3
+BENCH_TRANSCRIBE_LONG   ?= 300
+bench-transcribe: build native-install oracle-whisper
+	mkdir -p $(CACHE)/bench
+	$(WHISPER_VENV)/bin/python testdata/whisper_bench.py --mlxgo ./mlxgo --ct2 $(WHISPER_MODEL) --mlx-model $(ORACLE)/whisper/model-mlx \
+	  --rounds $(BENCH_TRANSCRIBE_ROUNDS) --long $(BENCH_TRANSCRIBE_LONG) --json $(CACHE)/bench/transcribe.json $(DATA)/audio/jfk.wav $(LIBRIVOX)-0870.wav
 
 # ---- Tests ----
 vet:
