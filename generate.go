@@ -14,6 +14,7 @@ import (
 	"github.com/mlxgo/mlxgo/gen"
 	"github.com/mlxgo/mlxgo/mlx"
 	"github.com/mlxgo/mlxgo/models"
+	"github.com/mlxgo/mlxgo/server"
 	"github.com/mlxgo/mlxgo/tok"
 	"github.com/mlxgo/mlxgo/tok/chat"
 )
@@ -287,9 +288,7 @@ func encodePrompt(t *tok.Tokenizer, f *generateFlags, text string, stderr io.Wri
 	if err != nil {
 		return nil, err
 	}
-	rendered, err := renderChat(t, js, chat.Options{AddGenerationPrompt: true, Kwargs: kw})
-	if err != nil {
-		return nil, err
-	}
-	return t.Encode(rendered, false)
+	// serve's chat-encoding path: the template, then the text encoded
+	// without special tokens.
+	return server.NewChatTemplate(t).Encode(js, chat.Options{AddGenerationPrompt: true, Kwargs: kw})
 }

@@ -62,7 +62,7 @@ func (r *generateRun) run(ctx context.Context, model models.Model, t *tok.Tokeni
 		}
 	}
 
-	out := &textOut{w: r.m.Stdout, detok: t.NewDetokenizer(false), stops: gen.NewStopMatcher(unescapeStops(r.f.stops))}
+	out := &textOut{w: r.m.Stdout, text: gen.NewTextStream(t.NewDetokenizer(false), gen.NewStopMatcher(unescapeStops(r.f.stops)))}
 	if err := mlx.ResetPeakMemory(); err != nil {
 		return err
 	}
@@ -90,24 +90,21 @@ func unescapeStops(stops []string) []string {
 	return out
 }
 
-// textOut streams tokens as text: detokenized as soon as the text is final,
-// held back while it may still become a stop string.
+// textOut writes the generation's text stream (gen.TextStream, the one
+// serve's engine uses): detokenized as soon as the text is final, held back
+// while it may still become a stop string.
 type textOut struct {
 	w     io.Writer
-	detok *tok.Detokenizer
-	stops *gen.StopMatcher
+	text  *gen.TextStream
 	wrote bool
 }
 
 func (o *textOut) token(id int32) error {
-	s, stop := o.stops.Push(o.detok.Next(id))
+	s, stop := o.text.Token(id)
 	if err := o.write(s); err != nil {
 		return err
 	}
-	if stop {
-		return gen.ErrStop
-	}
-	return nil
+	return stop
 }
 
 func (o *textOut) write(s string) error {
@@ -124,11 +121,8 @@ func (o *textOut) write(s string) error {
 // finish prints what the detokenizer and the stop matcher still hold, then
 // the final newline.
 func (o *textOut) finish() error {
-	if !o.stops.Stopped() {
-		s, _ := o.stops.Push(o.detok.Flush())
-		if err := o.write(s + o.stops.Flush()); err != nil {
-			return err
-		}
+	if err := o.write(o.text.Finish()); err != nil {
+		return err
 	}
 	_, err := io.WriteString(o.w, "\n")
 	return err

@@ -41,10 +41,11 @@ Flags:
 	                          embedding model (as for mlxgo embed -m)
 	--host HOST               address to listen on (default 127.0.0.1)
 	--port N                  port (default 8080; 0 picks a free one)
-	--batch N                 rows decoded together: 1 runs one request at a
-	                          time (the fastest single stream); N > 1 admits up
-	                          to N requests into one continuously batched
-	                          decode, the rest wait in the queue (default 1)
+	--batch N                 rows decoded together: the cap of the one
+	                          continuously batched decode; 1 runs one request
+	                          at a time (the serial mechanism, the same
+	                          pipelined loop); the rest wait in the queue
+	                          (default 1)
 	--max-tokens N            max_tokens of a request that gives none
 	--temp, --temperature T   temperature of a request that gives none
 	--top-p P, --top-k K, --min-p P
@@ -69,8 +70,9 @@ Flags:
 	                          $MLXGO_API_KEY is read when the flag is absent)
 	--cors ORIGIN             allow browsers from ORIGIN ("*" for any)
 	--max-queue N             requests that may wait beside the --batch rows
-	                          running (choices of n count one each); more
-	                          get 429 (default 64)
+	                          running (choices of n count one each, an
+	                          embeddings request one); more get 429
+	                          (default 64)
 	--request-timeout D       end a request after D, e.g. 2m (default: none)
 	--shutdown-grace D        how long running requests may finish after a
 	                          signal (default 10s)

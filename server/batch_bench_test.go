@@ -28,8 +28,8 @@ func BenchmarkEngineStep(b *testing.B) {
 	var jobs []*job
 	for i := range rows {
 		j := &job{
-			ctx: context.Background(), prompt: []int32{int32(i)}, detok: testTokenizer(b).NewDetokenizer(true),
-			stops: gen.NewStopMatcher([]string{"never in the script"}), events: make(chan event, 64), m: m,
+			ctx: context.Background(), prompt: []int32{int32(i)}, text: gen.NewTextStream(testTokenizer(b).NewDetokenizer(true), gen.NewStopMatcher([]string{"never in the script"})),
+			events: make(chan event, 64), m: m,
 		}
 		jobs = append(jobs, j)
 		if err := e.submit(j); err != nil {

@@ -41,7 +41,7 @@ func newBatchFixture(t *testing.T, fake *fakeBatch, maxQueue int) *batchFixture 
 func (f *batchFixture) job(ctx context.Context, id int32, maxTokens, buffer int) *job {
 	return &job{
 		ctx: ctx, prompt: []int32{id, 7, 7}, opts: gen.Options{MaxTokens: maxTokens},
-		detok: testTokenizer(f.t).NewDetokenizer(true), stops: gen.NewStopMatcher(nil),
+		text:   gen.NewTextStream(testTokenizer(f.t).NewDetokenizer(true), nil),
 		events: make(chan event, buffer), queued: time.Now(), m: f.m,
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/mlxgo/mlxgo/gen"
-	"github.com/mlxgo/mlxgo/tok"
 )
 
 // Scheduling mechanisms (DESIGN.md §9), as the execution composition names
@@ -75,8 +74,7 @@ type job struct {
 	prompt  []int32
 	opts    gen.Options
 	seed    *uint64
-	detok   *tok.Detokenizer
-	stops   *gen.StopMatcher
+	text    *gen.TextStream // detokenizer and stop strings, as generate streams
 	events  chan event
 	queued  time.Time
 	lastTok time.Time
@@ -147,16 +145,13 @@ func (j *job) token(id int32) error {
 		j.m.tokenLatency.observe(now.Sub(j.lastTok).Seconds())
 	}
 	j.lastTok = now
-	s, stop := j.stops.Push(j.detok.Next(id))
+	s, stop := j.text.Token(id)
 	if s != "" {
 		if err := j.send(event{text: s}); err != nil {
 			return err
 		}
 	}
-	if stop {
-		return gen.ErrStop
-	}
-	return nil
+	return stop
 }
 
 // engine owns the Runner: one goroutine takes jobs from one bounded queue
@@ -289,10 +284,9 @@ func (e *engine) finish(j *job, res Result, err error) {
 		e.m.peakMemory.set(float64(res.PeakMemory))
 	}
 	e.m.cacheBytes.set(float64(res.CacheBytes))
-	if err == nil && !j.stops.Stopped() {
+	if err == nil {
 		// The end without a stop string: what was held back is final text.
-		s, _ := j.stops.Push(j.detok.Flush())
-		if s += j.stops.Flush(); s != "" {
+		if s := j.text.Finish(); s != "" {
 			if err := j.send(event{text: s}); err != nil {
 				return
 			}

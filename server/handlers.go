@@ -137,10 +137,10 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request, p *params, fail e
 		}
 		jobs[i] = &job{
 			ctx: ctx, prompt: ids, opts: co, seed: seed,
-			detok: t.NewDetokenizer(!feat.showSpecial), stops: gen.NewStopMatcher(p.stops),
+			text:   gen.NewTextStream(t.NewDetokenizer(!feat.showSpecial), gen.NewStopMatcher(p.stops)),
 			events: make(chan event, 64), queued: time.Now(), m: s.m,
 		}
-		c.stops = jobs[i].stops
+		c.stops = jobs[i].text.Stops()
 	}
 	if err := s.eng.submit(jobs...); err != nil {
 		fail(w, err)
@@ -221,14 +221,11 @@ func (s *Server) tokenize(p *params, feat *modelFeatures) ([]int32, error) {
 	return ids, nil
 }
 
-// templateCache parses the chat template once; renders are serialised
-// because the template engine's thread safety is not promised. It also
-// holds what the tokenizer and template say about the model's features.
+// templateCache is the model's ChatTemplate, made at the first render,
+// and what the tokenizer and template say about the model's features.
 type templateCache struct {
 	once     sync.Once
-	mu       sync.Mutex
-	tmpl     *chat.Template
-	err      error
+	tmpl     *ChatTemplate
 	featOnce sync.Once
 	feat     modelFeatures
 }
@@ -289,26 +286,17 @@ func (f *modelFeatures) parsedTools(p *params) *toolFormat {
 }
 
 func (c *templateCache) render(t *tok.Tokenizer, messages []byte, o chat.Options) (string, error) {
-	c.once.Do(func() {
-		cfg := t.Config()
-		if cfg.ChatTemplate == "" {
-			c.err = invalidf("messages", "the model has no chat template; use /v1/completions with a prompt")
-			return
-		}
-		c.tmpl, c.err = chat.New(cfg.ChatTemplate, chat.SpecialTokens{BOS: cfg.BOS, EOS: cfg.EOS, PAD: cfg.PAD, UNK: cfg.UNK})
-	})
-	if c.err != nil {
-		return "", c.err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out, err := c.tmpl.RenderJSON(messages, o)
-	if err != nil {
+	c.once.Do(func() { c.tmpl = NewChatTemplate(t) })
+	out, err := c.tmpl.Render(messages, o)
+	switch {
+	case errors.Is(err, ErrNoChatTemplate):
+		return "", invalidf("messages", "the model has no chat template; use /v1/completions with a prompt")
+	case errors.Is(err, ErrChatRender):
 		// Templates reject conversations they cannot render (roles that do
 		// not alternate, ...): the request's fault.
-		return "", invalidf("messages", "cannot render the chat template: %v", err)
+		return "", invalidf("messages", "%v", err)
 	}
-	return out, nil
+	return out, err
 }
 
 // models is what /v1/models lists: the served model, then the embedding
