@@ -1,8 +1,9 @@
 package main
 
 import (
-	"bufio"
+	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -22,7 +23,8 @@ const transcribeUsage = `Usage: mlxgo transcribe -m DIR [flags] [AUDIO.wav | -]
 
 Transcribes speech with Whisper and prints the transcript to stdout. AUDIO is
 a WAV file (PCM 8/16/24/32-bit or float, any rate and channel count: mixed to
-mono and resampled to 16 kHz); "-" or no argument reads it from stdin. Audio
+mono and resampled to 16 kHz), or any format ffmpeg reads when ffmpeg is on
+PATH; "-" or no argument reads it from stdin. Audio
 longer than 30 s is transcribed window by window, each window starting at the
 last timestamp the previous one decoded, as mlx-whisper does.
 
@@ -155,27 +157,37 @@ func (f *transcribeFlags) temperatures() []float64 {
 	return ts
 }
 
-// readAudio reads the whole input: a named file or stdin.
-func (c *transcribeCommand) readAudio(f *transcribeFlags) ([]float32, *audio.Clip, string, error) {
-	name := f.input
-	var r io.Reader
+// readAudio reads the whole input, a named file or stdin: WAV natively,
+// anything else through ffmpeg when it is on PATH (as mlx-whisper reads all
+// audio), else an error naming the format problem.
+func (c *transcribeCommand) readAudio(ctx context.Context, f *transcribeFlags) ([]float32, *audio.Clip, string, error) {
+	name, path := f.input, f.input
+	var data []byte
+	var err error
 	if name == "" || name == "-" {
-		name, r = "stdin", bufio.NewReader(c.m.Stdin)
+		name, path = "stdin", ""
+		data, err = io.ReadAll(c.m.Stdin)
 	} else {
-		fh, err := os.Open(name)
-		if err != nil {
-			return nil, nil, "", err
-		}
-		defer fh.Close()
-		r = bufio.NewReader(fh)
+		data, err = os.ReadFile(name)
 	}
-	x, clip, err := audio.Load(r)
 	if err != nil {
-		hint := ""
-		if err == audio.ErrNotWAV || strings.Contains(err.Error(), "not a WAV") {
-			hint = " (only WAV is read natively; convert other formats with ffmpeg -i IN -ar 16000 -ac 1 -f wav -)"
+		return nil, nil, "", err
+	}
+	x, clip, err := audio.Load(bytes.NewReader(data))
+	if errors.Is(err, audio.ErrNotWAV) && len(data) > 0 {
+		var ferr error
+		x, clip, ferr = audio.DecodeFFmpeg(ctx, path, data)
+		switch {
+		case ferr == nil:
+			err = nil
+		case errors.Is(ferr, audio.ErrNoFFmpeg):
+			err = fmt.Errorf("%w (only WAV is read natively; other formats need ffmpeg on PATH, or convert with ffmpeg -i IN -ar 16000 -ac 1 -f wav -)", err)
+		default:
+			err = ferr
 		}
-		return nil, nil, "", fmt.Errorf("cannot read audio from %s: %w%s", name, err, hint)
+	}
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("cannot read audio from %s: %w", name, err)
 	}
 	if len(x) == 0 {
 		return nil, nil, "", fmt.Errorf("cannot transcribe %s: it holds no samples", name)
@@ -193,7 +205,7 @@ func (c *transcribeCommand) Run(ctx context.Context, args []string) error {
 	} else if !st.IsDir() {
 		return fmt.Errorf("cannot load whisper model: %s is not a directory", f.model)
 	}
-	samples, clip, name, err := c.readAudio(f)
+	samples, clip, name, err := c.readAudio(ctx, f)
 	if err != nil {
 		return err
 	}

@@ -75,7 +75,8 @@ func diff(a, b []float32) (n int, maxAbs float64) {
 // log10); then, fed mlx-whisper's mel, the encoder output of the first window
 // and the decoder logits of every step of every decoding (fallbacks and
 // long-form windows included) bit-identical, the same tokens, segments and
-// text; and from mlxgo's own mel, the same text.
+// text; and from mlxgo's own mel, the same text. faster-whisper's text on
+// the same CT2 weights (testdata/whisper_faster.py) must be the same too.
 func TestL1AgainstMLXWhisper(t *testing.T) {
 	dir, clips := oracleDir(t)
 	d := loadDecoder(t)
@@ -180,9 +181,28 @@ func TestL1AgainstMLXWhisper(t *testing.T) {
 					}
 				}
 
+				// faster-whisper on the same CT2 weights (float32 on the CPU:
+				// an independent engine, so text, not bits).
+				fasterText := func(got string) {
+					b, err := os.ReadFile(filepath.Join(dir, "faster", name+".json"))
+					if err != nil {
+						testenv.Missing(t, "faster-whisper fixture ("+err.Error()+")", "make oracle-whisper")
+					}
+					var fw struct {
+						Text string `json:"text"`
+					}
+					if err := json.Unmarshal(b, &fw); err != nil {
+						t.Fatal(err)
+					}
+					if got != fw.Text {
+						t.Errorf("text %q, faster-whisper %q", got, fw.Text)
+					}
+				}
+
 				// End to end from mlxgo's own mel (the short clips: each window
 				// costs seconds on the CPU pack).
 				if theirs.Frames-audio.NFrames > audio.NFrames {
+					fasterText(res.Text)
 					return
 				}
 				var own *Result
@@ -193,6 +213,7 @@ func TestL1AgainstMLXWhisper(t *testing.T) {
 				if own.Text != want.Text {
 					t.Errorf("from mlxgo's mel: text %q, mlx-whisper %q", own.Text, want.Text)
 				}
+				fasterText(own.Text)
 			})
 		}
 	}
