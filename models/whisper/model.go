@@ -383,14 +383,14 @@ func loadMLX(dir string) (*Model, error) {
 	if err := d.check(); err != nil {
 		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "config.json"), err)
 	}
-	set, err := safetensors.OpenDir(dir)
+	// mlx-whisper's file is weights.safetensors, a name OpenDir does not look for.
+	file, err := safetensors.Open(filepath.Join(dir, "weights.safetensors"))
 	if err != nil {
 		return nil, fmt.Errorf("cannot open whisper weights: %w", err)
 	}
-	defer set.Close()
+	defer file.Close()
 	ts := map[string]tensor{}
-	for _, n := range set.Names() {
-		t, _ := set.Tensor(n)
+	for _, t := range file.Tensors {
 		var dt mlx.Dtype
 		switch t.DType {
 		case safetensors.F32:
@@ -400,9 +400,9 @@ func loadMLX(dir string) (*Model, error) {
 		case safetensors.BF16:
 			dt = mlx.BFloat16
 		default:
-			return nil, fmt.Errorf("weight %s has dtype %s, want F32, F16 or BF16", n, t.DType)
+			return nil, fmt.Errorf("weight %s has dtype %s, want F32, F16 or BF16", t.Name, t.DType)
 		}
-		ts[n] = tensor{shape: t.Shape, dtype: dt, data: t.Data}
+		ts[t.Name] = tensor{shape: t.Shape, dtype: dt, data: file.Data(t)}
 	}
 	m, err := build(d, ts)
 	if err != nil {
