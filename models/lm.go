@@ -1,8 +1,10 @@
 package models
 
 import (
+	"errors"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/mlxgo/mlxgo/kv"
 	"github.com/mlxgo/mlxgo/mlx"
@@ -29,6 +31,34 @@ func Supported() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// ErrUnsupportedModel is wrapped by Load's error for an unknown model_type.
+var ErrUnsupportedModel = errors.New("unsupported model type")
+
+func unsupported(modelType string) error {
+	return fmt.Errorf("%w %q: supported model types are %s", ErrUnsupportedModel, modelType, strings.Join(Supported(), ", "))
+}
+
+// build is the one way every format becomes a Model: the architecture's
+// package reads config (its own ModelArgs) and takes its weights from w;
+// cfg, the header every decoder's config.json shares, describes it.
+func build(cfg *Config, config []byte, w *nn.Weights) (*lm, error) {
+	arch, err := architectures[cfg.ModelType](config, w)
+	if err != nil {
+		w.Free()
+		return nil, err
+	}
+	f := arch.Facts()
+	return &lm{arch: arch, w: w, layers: f.Layers, info: Info{
+		ModelType:     cfg.ModelType,
+		VocabSize:     cfg.VocabSize,
+		ContextLength: f.ContextLength,
+		NumLayers:     f.Layers,
+		EOS:           append([]int(nil), cfg.EOSTokenID...),
+		Dtype:         f.Dtype,
+		Quantization:  cfg.Quantization.String(),
+	}}, nil
 }
 
 // RowModel is a Model that can run one decode step for several independent

@@ -2,20 +2,14 @@ package models
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
-	"github.com/mlxgo/mlxgo/mlx"
 	"github.com/mlxgo/mlxgo/models/nn"
 	"github.com/mlxgo/mlxgo/models/safetensors"
 )
-
-// ErrUnsupportedModel is wrapped by Load's error for an unknown model_type.
-var ErrUnsupportedModel = errors.New("unsupported model type")
 
 // Load reads a model: a directory holding config.json and safetensors
 // weights (single file or sharded, MLX-quantized or not), or a .gguf file.
@@ -91,62 +85,4 @@ func loadDir(dir string) (Model, error) {
 	m.info.Path = dir
 	m.info.Artifact = newArtifact(files)
 	return m, nil
-}
-
-// build is the one way every format becomes a Model: the architecture's
-// package reads config (its own ModelArgs) and takes its weights from w;
-// cfg, the header every decoder's config.json shares, describes it.
-func build(cfg *Config, config []byte, w *nn.Weights) (*lm, error) {
-	arch, err := architectures[cfg.ModelType](config, w)
-	if err != nil {
-		w.Free()
-		return nil, err
-	}
-	f := arch.Facts()
-	return &lm{arch: arch, w: w, layers: f.Layers, info: Info{
-		ModelType:     cfg.ModelType,
-		VocabSize:     cfg.VocabSize,
-		ContextLength: f.ContextLength,
-		NumLayers:     f.Layers,
-		EOS:           append([]int(nil), cfg.EOSTokenID...),
-		Dtype:         f.Dtype,
-		Quantization:  cfg.Quantization.String(),
-	}}, nil
-}
-
-func unsupported(modelType string) error {
-	return fmt.Errorf("%w %q: supported model types are %s", ErrUnsupportedModel, modelType, strings.Join(Supported(), ", "))
-}
-
-// ErrTooLarge is a model whose weights do not fit the device's free memory.
-var ErrTooLarge = errors.New("the model does not fit the GPU")
-
-// fitsDevice refuses, before a byte is copied, weights larger than the GPU's
-// free memory (the size on disk; quantized GGUF blocks convert to about as
-// many bytes). MLX's CUDA arrays live in managed memory, which a card
-// oversubscribes silently, paging over the bus, rather than failing. On the
-// CPU, and where the GPU reports no free memory (Metal), nothing is checked.
-func fitsDevice(weightBytes int64) error {
-	d, err := mlx.DefaultDevice()
-	if err != nil || d.Type != mlx.GPU {
-		return nil
-	}
-	info, err := mlx.DeviceInfo(d)
-	if err != nil {
-		return nil
-	}
-	free, err := strconv.ParseInt(info["free_memory"], 10, 64)
-	if err != nil || free <= 0 {
-		return nil
-	}
-	return checkFits(weightBytes, free, info["device_name"])
-}
-
-func checkFits(weightBytes, free int64, device string) error {
-	if weightBytes <= free {
-		return nil
-	}
-	gib := func(n int64) string { return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30)) }
-	return fmt.Errorf("%w: its weights take %s and the GPU (%s) has %s free; use a smaller or more quantized model, or MLXGO_DEVICE=cpu",
-		ErrTooLarge, gib(weightBytes), device, gib(free))
 }

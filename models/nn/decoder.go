@@ -32,8 +32,9 @@ type Facts struct {
 }
 
 // Builder makes an architecture's Decoder from its config.json (the raw
-// bytes: each architecture reads its own ModelArgs) and the checkpoint's
-// weights; it calls Weights.Finish.
+// bytes: each architecture reads its own ModelArgs, after models.ParseConfig
+// has bounded every size in them) and the checkpoint's weights; it calls
+// Weights.Finish.
 type Builder func(config []byte, w *Weights) (Decoder, error)
 
 // DefaultCaches is mlx-lm's make_prompt_cache for a model without a
