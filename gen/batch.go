@@ -62,6 +62,13 @@ type Row struct {
 	// (the EOS itself is never kept), after any other end all but the last
 	// emitted one. Nil: the caches are freed.
 	Done func(st Stats, caches []kv.Cache, err error)
+	// AlwaysAhead runs the row one step ahead even where the token that
+	// step feeds could not be trimmed off again (a rotating cache about to
+	// evict): Done's caches may then hold one token more than the emitted
+	// ones, as generate_step's do. For callers that do not keep the caches
+	// (Generate sets it); otherwise such a row reads each token before
+	// feeding it.
+	AlwaysAhead bool
 }
 
 // Batch is the one scheduler of generation: it decodes rows together on one
@@ -297,6 +304,9 @@ func (r *batchRow) evalArrays() []*mlx.Array {
 func (r *batchRow) ahead() bool {
 	if r.maxTokens > 0 && r.st.GeneratedTokens+1 >= r.maxTokens {
 		return false
+	}
+	if r.AlwaysAhead {
+		return true
 	}
 	for _, c := range r.l.caches {
 		if rc, ok := c.(*kv.Rotating); ok && rc.Offset()+1 >= rc.MaxSize() {

@@ -124,7 +124,9 @@ func Generate(ctx context.Context, m Model, prompt []int32, o Options, emit func
 		err   error
 		ended bool
 	)
-	row := Row{Ctx: ctx, Prompt: prompt, Caches: o.Caches, Options: o, Emit: emit,
+	// Always ahead, as generate_step: caches the caller gave may hold one
+	// token more than was emitted (an EOS) when they cannot be trimmed.
+	row := Row{Ctx: ctx, Prompt: prompt, Caches: o.Caches, Options: o, Emit: emit, AlwaysAhead: true,
 		Done: func(s Stats, caches []kv.Cache, e error) {
 			st, err, ended = s, e, true
 			if o.Caches == nil {

@@ -74,6 +74,11 @@ func (r *MLXRunner) Add(ctx context.Context, prompt []int32, o gen.Options, seed
 		var out []int32
 		row := gen.Row{
 			Ctx: ctx, Prompt: prompt[res.CachedTokens:], Caches: caches, Options: o, Seed: seed,
+			// Without a prompt cache nothing keeps the caches: every row
+			// runs ahead. With one, a row whose caches could not be trimmed
+			// of a token fed ahead reads each token first, so that they go
+			// back to the prompt cache holding what was emitted.
+			AlwaysAhead: r.Cache == nil,
 			Emit: func(t int32) error {
 				out = append(out, t)
 				return emit(t)
