@@ -2,10 +2,12 @@
 // semantics: its sampler and logits processors (same ops, same order, same
 // use of MLX's global random keys), and its generate_step loop (the same
 // prefill split, KV quantization switch-over and one-step-ahead pipelining).
-// `mlxgo generate` uses it now and `mlxgo serve` will.
+// Batch is the one scheduler: `mlxgo serve` runs its requests as rows of
+// one, and Generate (`mlxgo generate`) is a batch of one row.
 //
 // Everything here runs on the MLX executor: call Generate inside mlx.Do.
-// gen never tokenizes or detokenizes; callers turn tokens into text.
+// gen never tokenizes; it detokenizes only through the Detokenizer its
+// caller gives a TextStream.
 package gen
 
 import (
