@@ -53,6 +53,9 @@ Flags:
 	--no-condition-on-previous-text  do not prompt each window with the text
 	                               before it
 	--no-timestamps                decode text only (one segment per window)
+	--fp32                         float32 activations (mlx-whisper's fp16=False;
+	                               the weights stay as stored); default: the
+	                               weights' dtype, float16 for tiny.en
 	--seed N                       seed for sampling at temperature > 0 (default 0)
 	--tokenizer PATH               tokenizer.json, when it is not in DIR
 	--verbose                      print audio length, load time, transcription
@@ -71,7 +74,7 @@ type transcribeFlags struct {
 	model, format, language, task, prompt, tokenizer, input string
 	temperature, increment                                  float64
 	crThreshold, lpThreshold, nsThreshold                   float64
-	noCondition, noTimestamps, verbose, tempSet             bool
+	noCondition, noTimestamps, verbose, tempSet, fp32       bool
 	seed                                                    uint64
 	rt                                                      runtimeFlags
 }
@@ -94,6 +97,7 @@ func (c *transcribeCommand) parse(args []string) (*transcribeFlags, error) {
 	fs.BoolVar(&f.noTimestamps, "no-timestamps", false, "")
 	fs.Uint64Var(&f.seed, "seed", 0, "")
 	fs.BoolVar(&f.verbose, "verbose", false, "")
+	fs.BoolVar(&f.fp32, "fp32", false, "")
 	f.rt.register(fs)
 	// Flags may follow the audio argument (mlxgo transcribe a.wav -m DIR).
 	var rest []string
@@ -234,6 +238,11 @@ func (c *transcribeCommand) Run(ctx context.Context, args []string) error {
 			return fmt.Errorf("cannot load whisper model: %w", err)
 		}
 		defer m.Close()
+		if f.fp32 {
+			if err := m.SetActivation(mlx.Float32); err != nil {
+				return err
+			}
+		}
 		tk, err := whisper.LoadTokenizer(tokPath, m.Dims, f.language, f.task)
 		if err != nil {
 			return err

@@ -165,6 +165,7 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--compile", action="store_true")
     ap.add_argument("--concat", metavar="NAME=CLIP,CLIP...", help="also transcribe these clips joined, 2 s of silence apart, as OUT/NAME.wav (long-form seeking)")
+    ap.add_argument("--fp32", metavar="NAME=CLIP", action="append", default=[], help="also transcribe CLIP with fp16=False (float32 activations), recorded as NAME")
     ap.add_argument("clips", nargs="+")
     a = ap.parse_args()
     if not a.compile:
@@ -218,14 +219,18 @@ def main():
             f.setframerate(16000)
             f.writeframes((b"\0\0" * 32000).join(parts))
         clips.append(path)
+    runs = [(os.path.splitext(os.path.basename(c))[0], c, True) for c in clips]
+    runs += [(n, c, False) for n, _, c in (x.partition("=") for x in a.fp32)]
     index = {}
-    for clip in clips:
-        name = os.path.splitext(os.path.basename(clip))[0]
+    for name, clip, fp16 in runs:
         rec.clear()
         rec.update(enc=[], logits=[], tokens=[], temps=[])
         audio = load_wav(clip)
         mx.random.seed(0)
-        result = mlx_whisper.transcribe(audio, path_or_hf_repo=mdir, verbose=None)
+        # ModelHolder caches the model by path alone; its dtype (the mask's and
+        # the encoder positions') must follow fp16.
+        mwt.ModelHolder.model = None
+        result = mlx_whisper.transcribe(audio, path_or_hf_repo=mdir, verbose=None, fp16=fp16)
         d = os.path.join(a.out, name)
         os.makedirs(d, exist_ok=True)
         rec["mel"].astype(np.float32).tofile(os.path.join(d, "mel.f32"))
@@ -240,6 +245,7 @@ def main():
             text=result["text"],
             segments=[{k: s[k] for k in ("id", "seek", "start", "end", "text", "tokens", "temperature", "avg_logprob", "compression_ratio", "no_speech_prob")} for s in result["segments"]],
             compile=a.compile,
+            fp16=fp16,
         )
         with open(os.path.join(d, "result.json"), "w") as f:
             json.dump(out, f, indent=1)

@@ -99,7 +99,7 @@ func (d *Decoder) DecodeWindow(mel []float32, o DecodeOptions) (*DecodeResult, e
 	s := mlx.NewScope()
 	defer s.Close()
 	dims := d.M.Dims
-	x := mlx.AsType(mlx.FromSlice(mel, 1, 2*dims.NAudioCtx, dims.NMels), d.M.Dtype)
+	x := mlx.AsType(mlx.FromSlice(mel, 1, 2*dims.NAudioCtx, dims.NMels), d.M.Activation)
 	audio := d.M.Encode(x)
 	if err := mlx.Eval(audio); err != nil {
 		return nil, fmt.Errorf("whisper encoder: %w", err)
@@ -112,7 +112,7 @@ func (d *Decoder) Encode(mel []float32) ([]float32, error) {
 	s := mlx.NewScope()
 	defer s.Close()
 	dims := d.M.Dims
-	x := mlx.AsType(mlx.FromSlice(mel, 1, 2*dims.NAudioCtx, dims.NMels), d.M.Dtype)
+	x := mlx.AsType(mlx.FromSlice(mel, 1, 2*dims.NAudioCtx, dims.NMels), d.M.Activation)
 	return mlx.AsType(d.M.Encode(x), mlx.Float32).Float32s()
 }
 

@@ -99,8 +99,12 @@ type block struct {
 
 // Model is a loaded Whisper model.
 type Model struct {
-	Dims  Dims
-	Dtype mlx.Dtype
+	Dims Dims
+	// Dtype is the weights' dtype; Activation the dtype of the mel, the
+	// encoder's positions and the decoder's mask (mlx-whisper's dtype
+	// argument: float16 unless fp16=False asks for float32). The weights are
+	// never converted: MLX promotes them per op, as in mlx-whisper.
+	Dtype, Activation mlx.Dtype
 	// Source names where the weights came from, e.g. "ctranslate2 model.bin".
 	Source string
 
@@ -493,15 +497,9 @@ func build(d Dims, ts map[string]tensor) (m *Model, err error) {
 	if err != nil {
 		return nil, err
 	}
-	// The encoder's sinusoids, computed as mlx-whisper's sinusoids() does
-	// (float32 exp, sin and cos on MLX), then cast to the model's dtype.
-	m.audioPos = sinusoids(d.NAudioCtx, n)
-	m.audioPos = mlx.AsType(m.audioPos, dt)
-	if e := mlx.Eval(m.audioPos); e != nil {
-		return nil, fmt.Errorf("cannot compute the positional embedding: %w", e)
+	if e := m.SetActivation(dt); e != nil {
+		return nil, e
 	}
-	mlx.Detach(m.audioPos)
-	m.arrays = append(m.arrays, m.audioPos)
 	var extra []string
 	for name := range ts {
 		if !used[name] && name != "encoder.positional_embedding" && !strings.HasPrefix(name, "alignment_heads") {
@@ -513,6 +511,27 @@ func build(d Dims, ts map[string]tensor) (m *Model, err error) {
 		return nil, fmt.Errorf("unexpected weights: %s", strings.Join(extra, ", "))
 	}
 	return m, nil
+}
+
+// SetActivation sets the activation dtype (float16 or float32) and
+// computes the encoder's sinusoids for it, as mlx-whisper's sinusoids()
+// does (float32 exp, sin and cos on MLX), cast to that dtype.
+func (m *Model) SetActivation(dt mlx.Dtype) error {
+	if dt != mlx.Float16 && dt != mlx.Float32 && dt != mlx.BFloat16 {
+		return fmt.Errorf("activation dtype %s: want float16 or float32", dt)
+	}
+	pos := mlx.AsType(sinusoids(m.Dims.NAudioCtx, m.Dims.NAudioState), dt)
+	if e := mlx.Eval(pos); e != nil {
+		return fmt.Errorf("cannot compute the positional embedding: %w", e)
+	}
+	mlx.Detach(pos)
+	if m.audioPos != nil {
+		m.arrays = slices.DeleteFunc(m.arrays, func(a *mlx.Array) bool { return a == m.audioPos })
+		m.audioPos.Free()
+	}
+	m.audioPos, m.Activation = pos, dt
+	m.arrays = append(m.arrays, pos)
+	return nil
 }
 
 func sinusoids(length, channels int) *mlx.Array {
@@ -623,7 +642,7 @@ func (m *Model) Decode(tokens, audio *mlx.Array, c *Cache) *mlx.Array {
 	}
 	pos := mlx.Slice(m.textPos, []int{c.offset, 0}, []int{c.offset + n, m.Dims.NTextState})
 	x := mlx.Add(mlx.Take(m.tokEmb, tokens, 0), pos)
-	mask := causalMask(n, m.Dtype)
+	mask := causalMask(n, m.Activation)
 	first := c.selfK == nil
 	if first {
 		c.selfK = make([]*mlx.Array, len(m.decBlocks))
