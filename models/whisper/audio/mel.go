@@ -123,23 +123,31 @@ func LogMel(samples []float32, nMels, padding int) (*Mel, error) {
 		x[pad+n+i] = x[pad+n-2-i] // suffix = x[-(pad+1):-1][::-1]
 	}
 	t := (len(x) - NFFT + HopLength) / HopLength
-	frames := make([]float32, t*NFFT)
-	for f := range t {
-		copy(frames[f*NFFT:(f+1)*NFFT], x[f*HopLength:f*HopLength+NFFT])
-	}
+	// Every frame but the last, in chunks of melChunk frames: each output
+	// depends on its own frame only (one rfft row, one matmul row), so the
+	// chunks hold the same floats one pass would, without an hour of audio
+	// costing gigabytes of frames at once.
 	nBins := NFFT/2 + 1
-	s := mlx.NewScope()
-	defer s.Close()
-	fr := mlx.FromSlice(frames, t, NFFT)
-	win := mlx.FromSlice(hann(), NFFT)
-	spec := mlx.RFFT(mlx.Multiply(fr, win), NFFT, -1)
-	spec = mlx.Slice(spec, []int{0, 0}, []int{t - 1, nBins})
-	mag := mlx.Square(mlx.Abs(spec))
-	filt := mlx.FromSlice(MelFilters(nMels), nMels, nBins)
-	melSpec := mlx.Maximum(mlx.Matmul(mag, mlx.Transpose(filt)), mlx.Scalar(1e-10, mlx.Float32))
-	vals, err := melSpec.Float32s()
-	if err != nil {
-		return nil, fmt.Errorf("cannot compute the mel spectrogram: %w", err)
+	filters := MelFilters(nMels)
+	win := hann()
+	vals := make([]float32, 0, (t-1)*nMels)
+	// The last chunk is a full one that overlaps the one before (its first
+	// rows are dropped), so that no matmul runs on a handful of rows, which
+	// MLX could send to a matrix-vector kernel of another summation order.
+	total := t - 1
+	size := min(melChunk, total)
+	for done := 0; done < total; {
+		f0 := min(done, total-size)
+		frames := make([]float32, size*NFFT)
+		for f := range size {
+			copy(frames[f*NFFT:(f+1)*NFFT], x[(f0+f)*HopLength:])
+		}
+		v, err := melEnergies(frames, size, win, filters, nMels, nBins)
+		if err != nil {
+			return nil, fmt.Errorf("cannot compute the mel spectrogram: %w", err)
+		}
+		vals = append(vals, v[(done-f0)*nMels:]...)
+		done = f0 + size
 	}
 	mx := float32(math.Inf(-1))
 	for i, v := range vals {
@@ -154,6 +162,21 @@ func LogMel(samples []float32, nMels, padding int) (*Mel, error) {
 		vals[i] = (max(v, floor) + 4) / 4
 	}
 	return &Mel{Frames: t - 1, NMels: nMels, Data: vals}, nil
+}
+
+// melChunk is how many STFT frames one MLX pass takes (a variable for tests).
+var melChunk = 8192
+
+// melEnergies is mlx-whisper's stft and mel projection for n frames:
+// max(|rfft(frame · window)|² @ filtersᵀ, 1e-10).
+func melEnergies(frames []float32, n int, window, filters []float32, nMels, nBins int) ([]float32, error) {
+	s := mlx.NewScope()
+	defer s.Close()
+	fr := mlx.FromSlice(frames, n, NFFT)
+	spec := mlx.RFFT(mlx.Multiply(fr, mlx.FromSlice(window, NFFT)), NFFT, -1)
+	mag := mlx.Square(mlx.Abs(spec))
+	filt := mlx.FromSlice(filters, nMels, nBins)
+	return mlx.Maximum(mlx.Matmul(mag, mlx.Transpose(filt)), mlx.Scalar(1e-10, mlx.Float32)).Float32s()
 }
 
 // Window returns frames [seek, seek+size) of m padded with zeros (or cut) to
