@@ -136,15 +136,28 @@ SHIM_SRC      := $(wildcard native/shim/*.cpp) native/shim/cpu/pool.cpp \
                  native/shim/cpu/kern_avx512.cpp native/shim/cpu/kern_avx2.cpp native/shim/cpu/kern_base.cpp
 SHIM_HDR      := $(wildcard native/shim/*.h native/shim/cpu/*.h native/shim/cpu/*.inc)
 SHIM_OBJ      := $(patsubst native/shim/%.cpp,$(NATIVE_BUILD)/obj/%.o,$(SHIM_SRC))
+# The constraint engine (native/llg): llguidance from crates.io, every crate pinned by
+# native/llg/Cargo.lock, built once for both variants as a static library that
+# grammar.cpp calls; its header is the crate's own llguidance.h.
+CARGO         ?= cargo
+LLG_DIR       := $(CACHE)/native/llg
+LLG_LIB       := $(LLG_DIR)/release/libmlxgo_llg.a
+LLG_INC       := $(LLG_DIR)/include
+$(LLG_LIB): native/llg/Cargo.toml native/llg/Cargo.lock native/llg/lib.rs
+	CARGO_TARGET_DIR=$(abspath $(LLG_DIR)) RUSTFLAGS="--remap-path-prefix=$(abspath .)=/mlxgo" \
+	  $(CARGO) build -q --release --locked --manifest-path native/llg/Cargo.toml
+	mkdir -p $(LLG_INC) && cp "$$(dirname "$$($(CARGO) metadata -q --format-version 1 --locked --manifest-path native/llg/Cargo.toml \
+	  | python3 -c 'import json,sys; print(next(p["manifest_path"] for p in json.load(sys.stdin)["packages"] if p["name"] == "llguidance"))')")/llguidance.h" $(LLG_INC)/
+	touch $@
 ISA_FLAGS_kern_avx512 := -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx2 -mf16c
 ISA_FLAGS_kern_avx2   := -mavx2 -mf16c -mfma
 native-shim: $(SHIM_SO)
-$(NATIVE_BUILD)/obj/%.o: native/shim/%.cpp $(SHIM_HDR) $(NATIVE_WHEEL)/.stamp
+$(NATIVE_BUILD)/obj/%.o: native/shim/%.cpp $(SHIM_HDR) $(NATIVE_WHEEL)/.stamp $(LLG_LIB)
 	mkdir -p $(@D)
-	$(SHIM_CXX) $(ISA_FLAGS_$(basename $(notdir $@))) -isystem $(NATIVE_WHEEL)/mlx/include -c -o $@ $<
-$(SHIM_SO): $(SHIM_OBJ)
+	$(SHIM_CXX) $(ISA_FLAGS_$(basename $(notdir $@))) -isystem $(NATIVE_WHEEL)/mlx/include -isystem $(LLG_INC) -c -o $@ $<
+$(SHIM_SO): $(SHIM_OBJ) $(LLG_LIB)
 	mkdir -p $(@D)
-	g++ -shared -o $@.tmp $^ -L$(NATIVE_WHEEL)/mlx/lib -lmlx -Wl,-rpath,'$$ORIGIN' -Wl,--no-undefined $(SHIM_LDFLAGS_$(NATIVE_VARIANT))
+	g++ -shared -o $@.tmp $(SHIM_OBJ) $(LLG_LIB) -L$(NATIVE_WHEEL)/mlx/lib -lmlx -lpthread -ldl -lm -Wl,-rpath,'$$ORIGIN' -Wl,--no-undefined -Wl,--exclude-libs,ALL $(SHIM_LDFLAGS_$(NATIVE_VARIANT))
 	mv $@.tmp $@
 
 # native/mkpack does the rest (the pack version is native.PackVersion, in Go only):

@@ -239,6 +239,26 @@ MLXGO_API int mlxgo_cpu_packed_qmm(mlxgo_array x, mlxgo_array packed, int n, int
 MLXGO_API int mlxgo_cpu_packed_embed(mlxgo_array ids, mlxgo_array packed, int n, int k, int group_size, int bits,
                                      int dtype, mlxgo_array* out);
 
+/* ---- grammar.cpp: the constraint engine (llguidance) for structured output ----
+ * Any thread; a matcher on one thread at a time. Masks are words of 32 bits,
+ * bit i of word i/32 set when token i is allowed. */
+typedef struct mlxgo_grammar_tokenizer_* mlxgo_grammar_tokenizer;
+typedef struct mlxgo_matcher_* mlxgo_matcher;
+MLXGO_API const char* mlxgo_grammar_version(void);
+MLXGO_API int mlxgo_grammar_tokenizer_new(const char* tokenizer_json, int vocab_size, const int* eos, int n_eos, mlxgo_grammar_tokenizer* out);
+MLXGO_API int mlxgo_grammar_tokenizer_free(mlxgo_grammar_tokenizer t);
+/* kind: "json_schema", "regex", "lark" or "llguidance". *warning is 1 when the
+ * grammar is valid with a warning (then in mlxgo_last_error). */
+MLXGO_API int mlxgo_grammar_validate(mlxgo_grammar_tokenizer t, const char* kind, const char* grammar, int* warning);
+MLXGO_API int mlxgo_matcher_new(mlxgo_grammar_tokenizer t, const char* kind, const char* grammar, mlxgo_matcher* out);
+MLXGO_API int mlxgo_matcher_free(mlxgo_matcher m);
+MLXGO_API int mlxgo_matcher_clone(mlxgo_matcher m, mlxgo_matcher* out);
+MLXGO_API int mlxgo_matcher_mask_words(mlxgo_matcher m, size_t* words);
+MLXGO_API int mlxgo_matcher_mask(mlxgo_matcher m, uint32_t* dst, size_t words);
+MLXGO_API int mlxgo_matcher_consume(mlxgo_matcher m, int token);
+MLXGO_API int mlxgo_matcher_rollback(mlxgo_matcher m, int n);
+MLXGO_API int mlxgo_matcher_state(mlxgo_matcher m, int* accepting, int* stopped);
+
 #ifdef __cplusplus
 }
 #endif
