@@ -24,37 +24,30 @@ import (
 
 // Config is the header of an HF-style config.json, checked before any
 // architecture reads the file (bounds, quantization, eos_token_id), and the
-// config.json a GGUF file's metadata stands for (ggufConfig), which is why it
-// names the keys of every supported architecture. Each architecture reads
-// its own ModelArgs from the same bytes; optional fields are pointers so
-// that it can apply its own mlx-lm default.
+// config.json a GGUF file's metadata stands for (ggufConfig): the keys
+// validate bounds and the keys ggufConfig writes, nothing else. Each
+// architecture reads its own ModelArgs from the same bytes; optional fields
+// are pointers so that it can apply its own mlx-lm default.
 type Config struct {
-	ModelType             string          `json:"model_type"`
-	HiddenSize            int             `json:"hidden_size"`
-	NumHiddenLayers       int             `json:"num_hidden_layers"`
-	IntermediateSize      int             `json:"intermediate_size"`
-	NumAttentionHeads     int             `json:"num_attention_heads"`
-	NumKeyValueHeads      *int            `json:"num_key_value_heads"`
-	HeadDim               *int            `json:"head_dim"`
-	RMSNormEps            *float64        `json:"rms_norm_eps"`
-	VocabSize             int             `json:"vocab_size"`
-	MaxPositionEmbeddings *int            `json:"max_position_embeddings"`
-	RopeTheta             *float64        `json:"rope_theta"`
-	RopeTraditional       bool            `json:"rope_traditional"`
-	RopeScaling           RopeScaling     `json:"rope_scaling"`
-	RopeParameters        RopeScaling     `json:"rope_parameters"`
-	TieWordEmbeddings     *bool           `json:"tie_word_embeddings"`
-	AttentionBias         bool            `json:"attention_bias"`
-	MLPBias               bool            `json:"mlp_bias"`
-	LayerTypes            []string        `json:"layer_types"`
-	SlidingWindow         *int            `json:"sliding_window"`
-	SlidingWindowPattern  *int            `json:"sliding_window_pattern"`
-	RopeLocalBaseFreq     *float64        `json:"rope_local_base_freq"`
-	QueryPreAttnScalar    *float64        `json:"query_pre_attn_scalar"`
-	EOSTokenID            TokenIDs        `json:"eos_token_id"`
-	TorchDtype            string          `json:"torch_dtype"`
-	Quantization          *Quantization   `json:"quantization"`
-	QuantizationConfig    json.RawMessage `json:"quantization_config"`
+	ModelType             string        `json:"model_type"`
+	HiddenSize            int           `json:"hidden_size"`
+	NumHiddenLayers       int           `json:"num_hidden_layers"`
+	IntermediateSize      int           `json:"intermediate_size"`
+	NumAttentionHeads     int           `json:"num_attention_heads"`
+	NumKeyValueHeads      *int          `json:"num_key_value_heads"`
+	HeadDim               *int          `json:"head_dim"`
+	RMSNormEps            *float64      `json:"rms_norm_eps"`
+	VocabSize             int           `json:"vocab_size"`
+	MaxPositionEmbeddings *int          `json:"max_position_embeddings"`
+	RopeTheta             *float64      `json:"rope_theta"`
+	RopeScaling           RopeScaling   `json:"rope_scaling"`
+	TieWordEmbeddings     *bool         `json:"tie_word_embeddings"`
+	SlidingWindow         *int          `json:"sliding_window"`
+	SlidingWindowPattern  *int          `json:"sliding_window_pattern"`
+	RopeLocalBaseFreq     *float64      `json:"rope_local_base_freq"`
+	QueryPreAttnScalar    *float64      `json:"query_pre_attn_scalar"`
+	EOSTokenID            TokenIDs      `json:"eos_token_id"`
+	Quantization          *Quantization `json:"quantization"`
 }
 
 // RopeScaling is a rope_scaling object (nn.RopeScaling).

@@ -51,6 +51,21 @@ func DefaultCaches(layers int, opts kv.Options) []kv.Cache {
 	return out
 }
 
+// SlidingCaches is the make_cache of models with sliding-window layers
+// (llama's layer_types, gemma3): a rotating cache of the window for a
+// sliding layer, a growable one otherwise.
+func SlidingCaches(sliding []bool, window int) []kv.Cache {
+	out := make([]kv.Cache, len(sliding))
+	for i, s := range sliding {
+		if s {
+			out[i] = kv.NewRotating(window, 0)
+		} else {
+			out[i] = kv.NewKVCache()
+		}
+	}
+	return out
+}
+
 // CheckHeads refuses attention shapes no layer can take.
 func CheckHeads(heads, kvHeads, headDim int) error {
 	if kvHeads <= 0 || heads%kvHeads != 0 {

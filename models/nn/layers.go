@@ -1,9 +1,6 @@
 package nn
 
-import (
-	"github.com/mlxgo/mlxgo/kv"
-	"github.com/mlxgo/mlxgo/mlx"
-)
+import "github.com/mlxgo/mlxgo/mlx"
 
 // QKV takes an attention's q_proj, k_proj and v_proj under path (packed as
 // one when Projections can), for q queries and kv keys and values wide.
@@ -27,6 +24,7 @@ func (ws *Weights) MLP(path string, hidden, width int, bias bool) *MLP {
 	}
 }
 
+// Apply is MLP.__call__.
 func (m *MLP) Apply(x *mlx.Array) *mlx.Array {
 	p := m.gateUp.Apply(x)
 	return m.down.Apply(mlx.SwiGLU(p[0], p[1]))
@@ -48,24 +46,10 @@ func (ws *Weights) Head(embed *Embedding, hidden, vocab int, tied bool) *Head {
 	return h
 }
 
+// Apply is the logits of hidden states x.
 func (h *Head) Apply(x *mlx.Array) *mlx.Array {
 	if h.lmHead != nil {
 		return h.lmHead.Apply(x)
 	}
 	return h.embed.AsLinear(x)
-}
-
-// SlidingCaches is the make_cache of models with sliding-window layers
-// (llama's layer_types, gemma3): a rotating cache of the window for a
-// sliding layer, a growable one otherwise.
-func SlidingCaches(sliding []bool, window int) []kv.Cache {
-	out := make([]kv.Cache, len(sliding))
-	for i, s := range sliding {
-		if s {
-			out[i] = kv.NewRotating(window, 0)
-		} else {
-			out[i] = kv.NewKVCache()
-		}
-	}
-	return out
 }
