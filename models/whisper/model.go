@@ -118,9 +118,9 @@ type Model struct {
 	// output projection x @ Wᵀ reads it (the same products in the same order;
 	// TestL1AgainstMLXWhisper holds it to mlx-whisper's bits) at about two
 	// thirds of the time of the transposed view on the CPU pack.
-	tokEmbT *mlx.Array
-	decBlocks       []block
-	ln              norm
+	tokEmbT   *mlx.Array
+	decBlocks []block
+	ln        norm
 
 	arrays []*mlx.Array
 }
