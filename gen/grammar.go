@@ -1,0 +1,179 @@
+package gen
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+
+	"github.com/mlxgo/mlxgo/mlx"
+)
+
+// Structured output: a grammar (a JSON schema, a regex, a Lark grammar) is a
+// logits processor that, each step, lets through only the tokens the grammar
+// allows next. The engine is llguidance in the native pack (mlx.Matcher);
+// this file turns its token masks into a processor.
+
+// Grammars compiles constraints against one model's vocabulary. The engine's
+// view of the vocabulary is built on first use (about 2 s for Qwen3's 151k
+// tokens), then shared by every grammar of that model.
+type Grammars struct {
+	tokenizerJSON []byte
+	vocab         int
+	eos           []int32
+
+	once sync.Once
+	tok  *mlx.GrammarTokenizer
+	err  error
+}
+
+// NewGrammars is the constraint compiler for a model whose tokenizer is
+// tokenizerJSON (tokenizer.json's bytes), whose logits are vocab wide, and
+// whose generation ends at eos.
+func NewGrammars(tokenizerJSON []byte, vocab int, eos []int32) *Grammars {
+	return &Grammars{tokenizerJSON: tokenizerJSON, vocab: vocab, eos: append([]int32(nil), eos...)}
+}
+
+// ErrGrammar marks a grammar the engine rejects (the caller's error, a 400).
+var ErrGrammar = errors.New("invalid grammar")
+
+// Grammar is one compiled constraint; each generation (each row of a batch)
+// gets its own state from it.
+type Grammar struct {
+	Kind   string // mlx.GrammarJSONSchema, mlx.GrammarRegex, mlx.GrammarLark, mlx.GrammarGuidance
+	Source string
+	proto  *mlx.Matcher
+	vocab  int
+}
+
+// Compile checks and compiles src, a grammar of the given kind. A grammar
+// the engine rejects is an ErrGrammar carrying its message.
+func (g *Grammars) Compile(kind, src string) (*Grammar, error) {
+	g.once.Do(func() {
+		if len(g.eos) == 0 {
+			g.err = errors.New("cannot constrain generation: the model has no end-of-sequence token")
+			return
+		}
+		g.tok, g.err = mlx.NewGrammarTokenizer(g.tokenizerJSON, g.vocab, g.eos)
+	})
+	if g.err != nil {
+		return nil, g.err
+	}
+	if kind == mlx.GrammarJSONSchema {
+		var err error
+		if src, err = compactJSON(src); err != nil {
+			return nil, err
+		}
+	}
+	m, err := g.tok.NewMatcher(kind, src)
+	if err != nil {
+		var me *mlx.Error
+		if errors.As(err, &me) {
+			return nil, fmt.Errorf("%w: %s", ErrGrammar, me.Msg)
+		}
+		return nil, err
+	}
+	return &Grammar{Kind: kind, Source: src, proto: m, vocab: g.vocab}, nil
+}
+
+// jsonLayout is how constrained JSON is laid out: no free whitespace, and
+// Python's json.dumps separators. The engine's default lets any run of
+// whitespace between items, which a model can fill until max_tokens (a
+// random-logits walk does); OpenAI's structured outputs are compact too.
+// A schema that sets its own "x-guidance" options keeps them.
+var jsonLayout = map[string]any{"whitespace_flexible": false, "item_separator": ", ", "key_separator": ": "}
+
+func compactJSON(schema string) (string, error) {
+	var v any
+	if err := json.Unmarshal([]byte(schema), &v); err != nil {
+		return "", fmt.Errorf("%w: the JSON schema is not JSON: %v", ErrGrammar, err)
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		if _, isBool := v.(bool); isBool {
+			obj = map[string]any{}
+			if !v.(bool) {
+				obj["not"] = map[string]any{}
+			}
+		} else {
+			return "", fmt.Errorf("%w: a JSON schema is an object or a boolean", ErrGrammar)
+		}
+	}
+	if _, set := obj["x-guidance"]; !set {
+		obj["x-guidance"] = jsonLayout
+	}
+	out, err := json.Marshal(obj)
+	return string(out), err
+}
+
+// Close frees the compiled grammar (its generations' states are separate).
+func (g *Grammar) Close() { g.proto.Close() }
+
+// Processor starts one generation's constraint: a LogitsProcessor to run
+// last, after mlx-lm's processors. Close it when the generation ends.
+func (g *Grammar) Processor() (*GrammarProcessor, error) {
+	m, err := g.proto.Clone()
+	if err != nil {
+		return nil, err
+	}
+	return &GrammarProcessor{m: m, mask: make([]uint32, m.MaskWords()), allow: make([]bool, g.vocab)}, nil
+}
+
+// GrammarProcessor masks the logits of tokens the grammar does not allow
+// next with -inf. It is called once per step, in order: the first call
+// (after the prompt) only masks; each later one first advances the grammar
+// by the token sampled in the step before, read from the history, which
+// makes a constrained generation wait for each token (no step runs ahead).
+type GrammarProcessor struct {
+	m     *mlx.Matcher
+	mask  []uint32
+	allow []bool
+	steps int
+}
+
+// Context is 1: the processor reads the last token.
+func (p *GrammarProcessor) Context() int { return 1 }
+
+// Process implements LogitsProcessor.
+func (p *GrammarProcessor) Process(tokens, logits *mlx.Array) *mlx.Array {
+	if err := p.advance(tokens); err != nil {
+		return mlx.ErrorArray(fmt.Errorf("cannot constrain generation: %w", err))
+	}
+	v := logits.Dim(logits.Ndim() - 1)
+	if v > len(p.allow) {
+		return mlx.ErrorArray(fmt.Errorf("cannot constrain generation: logits of %d tokens, grammar of %d", v, len(p.allow)))
+	}
+	for i := range v {
+		p.allow[i] = p.mask[i>>5]&(1<<(i&31)) != 0
+	}
+	allow := mlx.FromSlice(p.allow[:v], 1, v)
+	return mlx.Where(allow, logits, mlx.Scalar(float32(math.Inf(-1)), logits.Dtype()))
+}
+
+func (p *GrammarProcessor) advance(tokens *mlx.Array) error {
+	if p.steps > 0 {
+		last := lastTokens(tokens, 1)
+		if err := mlx.Eval(last); err != nil {
+			return err
+		}
+		ids, err := last.Int32s()
+		if err != nil {
+			return err
+		}
+		if err := p.m.Consume(ids[len(ids)-1]); err != nil {
+			return err
+		}
+	}
+	p.steps++
+	return p.m.Mask(p.mask)
+}
+
+// Done reports whether what was generated is a complete match.
+func (p *GrammarProcessor) Done() bool {
+	acc, _, err := p.m.State()
+	return err == nil && acc
+}
+
+// Close frees the generation's state.
+func (p *GrammarProcessor) Close() { p.m.Close() }
