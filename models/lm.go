@@ -13,6 +13,7 @@ import (
 	"github.com/mlxgo/mlxgo/models/nn"
 	"github.com/mlxgo/mlxgo/models/qwen2"
 	"github.com/mlxgo/mlxgo/models/qwen3"
+	"github.com/mlxgo/mlxgo/models/qwen3_moe"
 )
 
 // architectures maps config.json's model_type to the package building it.
@@ -21,6 +22,7 @@ var architectures = map[string]nn.Builder{
 	"qwen2":       qwen2.New,
 	"qwen3":       qwen3.New,
 	"gemma3_text": gemma3.New,
+	"qwen3_moe":   qwen3_moe.New,
 }
 
 // Supported lists the model types Load accepts.

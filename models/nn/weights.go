@@ -226,3 +226,50 @@ func (ws *Weights) Free() {
 
 // detach takes a weight out of the caller's scope: weights live until Close.
 func detach(a *mlx.Array) { mlx.Detach(a) }
+
+// Stack makes the tensors srcs one tensor dst, stacked along a new first
+// axis, the way a sanitize() replaces them with mx.stack (mixture-of-experts
+// checkpoints with one tensor per expert); srcs are popped. Nothing is
+// loaded until dst is taken.
+func (ws *Weights) Stack(dst string, srcs []string) {
+	if ws.err != nil {
+		return
+	}
+	if len(srcs) == 0 {
+		ws.Fail(fmt.Errorf("cannot make %s of no tensors", dst))
+		return
+	}
+	parts := make([]Tensor, len(srcs))
+	for i, name := range srcs {
+		t, ok := ws.src[name]
+		if !ok || ws.dropped[name] {
+			ws.Fail(fmt.Errorf("cannot find weight %s", name))
+			return
+		}
+		if i > 0 && (!slices.Equal(t.Shape, parts[0].Shape) || t.Dtype != parts[0].Dtype) {
+			ws.Fail(fmt.Errorf("cannot stack %s: %s has shape %v %s, %s %v %s", dst, name, t.Shape, t.Dtype, srcs[0], parts[0].Shape, parts[0].Dtype))
+			return
+		}
+		parts[i] = t
+	}
+	ws.Drop(func(n string) bool { return slices.Contains(srcs, n) })
+	ws.src[dst] = Tensor{Shape: append([]int{len(srcs)}, parts[0].Shape...), Dtype: parts[0].Dtype, Load: func() (*mlx.Array, error) {
+		arrs := make([]*mlx.Array, len(parts))
+		defer func() {
+			for _, a := range arrs {
+				if a != nil {
+					a.Free()
+				}
+			}
+		}()
+		for i, t := range parts {
+			a, err := t.Load()
+			if err != nil {
+				return nil, err
+			}
+			arrs[i] = a
+		}
+		out := mlx.Stack(arrs, 0)
+		return out, mlx.Eval(out)
+	}}
+}

@@ -70,6 +70,22 @@ ARCHS = {
     "qwen2": dict(_BASE, model_type="qwen2", rope_theta=1000000.0, tie_word_embeddings=False),
     # qwen3: q/k RMSNorm per head, head_dim 64, tied
     "qwen3": dict(_BASE, model_type="qwen3", head_dim=64, rope_theta=1000000.0, tie_word_embeddings=True),
+    # qwen3_moe: layers 0,2 sparse (8 experts, top 2, normalized, SwitchGLU via
+    # gather_mm / gather_qmm), layer 1 dense (mlp_only_layers); untied
+    "qwen3_moe": dict(
+        _BASE,
+        model_type="qwen3_moe",
+        num_hidden_layers=3,
+        head_dim=64,
+        rope_theta=1000000.0,
+        tie_word_embeddings=False,
+        num_experts=8,
+        num_experts_per_tok=2,
+        decoder_sparse_step=1,
+        mlp_only_layers=[1],
+        moe_intermediate_size=64,
+        norm_topk_prob=True,
+    ),
     # gemma3_text: layers 0,2 sliding (window 16, local rope base), 1,3 global with
     # linear rope scaling; 1+weight norms, scaled embeddings, gelu_approx, tied
     "gemma3_text": dict(
@@ -97,6 +113,8 @@ VARIANTS = {
     "qwen2": [("bf16", "bfloat16", None), ("q4g32", "bfloat16", (32, 4))],
     "qwen3": [("bf16", "bfloat16", None), ("q4g64", "bfloat16", (64, 4))],
     "gemma3_text": [("bf16", "bfloat16", None), ("q4g64", "bfloat16", (64, 4))],
+    # quantize_model takes qwen3_moe's quant_predicate: the router (mlp.gate) 8-bit
+    "qwen3_moe": [("bf16", "bfloat16", None), ("q4g64", "bfloat16", (64, 4))],
 }
 
 # Llama-3.2-1B's shape (benchmarks only; ~2.5 GB in bf16).
