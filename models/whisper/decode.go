@@ -1,8 +1,6 @@
 package whisper
 
 import (
-	"bytes"
-	"compress/zlib"
 	"fmt"
 	"math"
 	"strings"
@@ -83,13 +81,11 @@ func (d *Decoder) InitialTokens(o DecodeOptions) []int32 {
 	return append(out, seq...)
 }
 
+// compressionRatio is mlx-whisper's: UTF-8 bytes over the length of their
+// zlib stream as Python's zlib writes it (zlibLen).
 func compressionRatio(text string) float64 {
 	b := []byte(text)
-	var z bytes.Buffer
-	w, _ := zlib.NewWriterLevel(&z, zlib.DefaultCompression)
-	w.Write(b)
-	w.Close()
-	return float64(len(b)) / float64(z.Len())
+	return float64(len(b)) / float64(zlibLen(b))
 }
 
 // DecodeWindow is DecodingTask.run for one 30-second mel window [3000,

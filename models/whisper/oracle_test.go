@@ -187,7 +187,8 @@ func TestL1AgainstMLXWhisper(t *testing.T) {
 				for i, s := range res.Segments {
 					w := want.Segments[i]
 					if s.Seek != w.Seek || s.Start != w.Start || s.End != w.End || s.Text != w.Text || !slices.Equal(s.Tokens, w.Tokens) ||
-						s.Temperature != w.Temperature || s.AvgLogprob != w.AvgLogprob || s.NoSpeechProb != w.NoSpeechProb {
+						s.Temperature != w.Temperature || s.AvgLogprob != w.AvgLogprob || s.NoSpeechProb != w.NoSpeechProb ||
+						s.CompressionRatio != w.CompressionRatio {
 						t.Errorf("segment %d:\n%+v\nmlx-whisper\n%+v", i, s, w)
 					}
 				}
