@@ -3,6 +3,8 @@ package server
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"sort"
 
 	"github.com/mlxgo/mlxgo/mlx"
 )
@@ -64,3 +66,72 @@ func decodeResponseFormat(raw json.RawMessage) (*constraint, error) {
 		return nil, invalidf("response_format.type", `response_format.type must be "text", "json_object" or "json_schema", not %q`, f.Type)
 	}
 }
+
+// toolCallGrammar is tool_choice "required" (one call or more, to any of
+// the declared tools) or {"type": "function", "function": {"name": N}}
+// (exactly one call, to N), as a Lark grammar over the json_tools format
+// (Qwen2.5, Qwen3, Hermes templates):
+//
+//	<tool_call>
+//	{"name": "N", "arguments": {...}}
+//	</tool_call>
+//
+// with the arguments held to the tool's parameters schema. A think block
+// may come first, for reasoning templates (its text without "<", a
+// limitation of the grammar). Other tool formats are refused by name.
+func toolCallGrammar(f *toolFormat, params map[string]json.RawMessage, only string) (*constraint, error) {
+	if f == nil {
+		return nil, unsupported("tool_choice", "this model's chat template has no tool calling")
+	}
+	if f.name != "json_tools" {
+		return nil, unsupported("tool_choice", fmt.Sprintf("forcing tool calls is implemented for the json_tools format (Qwen, Hermes), not this model's %s", f.name))
+	}
+	names := make([]string, 0, len(params))
+	for n := range params {
+		if only == "" || n == only {
+			names = append(names, n)
+		}
+	}
+	if len(names) == 0 {
+		if only != "" {
+			return nil, invalidf("tool_choice", "tool_choice names function %q, which is not among the tools", only)
+		}
+		return nil, invalidf("tool_choice", "tool_choice \"required\" needs at least one tool")
+	}
+	sort.Strings(names)
+	var calls []any
+	for _, n := range names {
+		args := json.RawMessage(`{"type":"object"}`)
+		if p := bytes.TrimSpace(params[n]); len(p) > 0 && !isNull(p) {
+			args = p
+		}
+		calls = append(calls, map[string]any{
+			"type":                 "object",
+			"properties":           map[string]any{"name": map[string]any{"const": n}, "arguments": args},
+			"required":             []string{"name", "arguments"},
+			"additionalProperties": false,
+		})
+	}
+	schema := map[string]any{"anyOf": calls, "x-guidance": jsonLayoutOptions}
+	if len(calls) == 1 {
+		schema = calls[0].(map[string]any)
+		schema["x-guidance"] = jsonLayoutOptions
+	}
+	js, err := json.Marshal(schema)
+	if err != nil {
+		return nil, invalidf("tools", "cannot build the tool-call schema: %v", err)
+	}
+	repeat := ` ("\n" call)*`
+	what := "tool_choice:required"
+	if only != "" {
+		repeat, what = "", "tool_choice:"+only
+	}
+	lark := "start: think? call" + repeat + "\n" +
+		"think: \"<think>\" /[^<]*/ \"</think>\" /[ \\n]*/\n" +
+		"call: \"<tool_call>\\n\" %json " + string(js) + " \"\\n</tool_call>\"\n"
+	return &constraint{kind: mlx.GrammarLark, source: lark, what: what}, nil
+}
+
+// jsonLayoutOptions lay tool-call JSON out as the json_tools templates
+// render it (json.dumps separators), with no free whitespace.
+var jsonLayoutOptions = map[string]any{"whitespace_flexible": false, "item_separator": ", ", "key_separator": ": "}
