@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/mlxgo/mlxgo/mlx"
 )
@@ -99,27 +100,21 @@ func toolCallGrammar(f *toolFormat, params map[string]json.RawMessage, only stri
 		return nil, invalidf("tool_choice", "tool_choice \"required\" needs at least one tool")
 	}
 	sort.Strings(names)
-	var calls []any
+	// Written by hand, not marshalled from a map: the schema's property
+	// order is the order generated, and the templates put the name first.
+	layout, _ := json.Marshal(jsonLayoutOptions)
+	var calls []string
 	for _, n := range names {
 		args := json.RawMessage(`{"type":"object"}`)
 		if p := bytes.TrimSpace(params[n]); len(p) > 0 && !isNull(p) {
 			args = p
 		}
-		calls = append(calls, map[string]any{
-			"type":                 "object",
-			"properties":           map[string]any{"name": map[string]any{"const": n}, "arguments": args},
-			"required":             []string{"name", "arguments"},
-			"additionalProperties": false,
-		})
+		qn, _ := json.Marshal(n)
+		calls = append(calls, fmt.Sprintf(`{"type":"object","properties":{"name":{"const":%s},"arguments":%s},"required":["name","arguments"],"additionalProperties":false}`, qn, args))
 	}
-	schema := map[string]any{"anyOf": calls, "x-guidance": jsonLayoutOptions}
+	js := fmt.Sprintf(`{"anyOf":[%s],"x-guidance":%s}`, strings.Join(calls, ","), layout)
 	if len(calls) == 1 {
-		schema = calls[0].(map[string]any)
-		schema["x-guidance"] = jsonLayoutOptions
-	}
-	js, err := json.Marshal(schema)
-	if err != nil {
-		return nil, invalidf("tools", "cannot build the tool-call schema: %v", err)
+		js = calls[0][:len(calls[0])-1] + `,"x-guidance":` + string(layout) + `}`
 	}
 	repeat := ` ("\n" call)*`
 	what := "tool_choice:required"
@@ -128,7 +123,7 @@ func toolCallGrammar(f *toolFormat, params map[string]json.RawMessage, only stri
 	}
 	lark := "start: think? call" + repeat + "\n" +
 		"think: \"<think>\" /[^<]*/ \"</think>\" /[ \\n]*/\n" +
-		"call: \"<tool_call>\\n\" %json " + string(js) + " \"\\n</tool_call>\"\n"
+		"call: \"<tool_call>\\n\" %json " + js + " \"\\n</tool_call>\"\n"
 	return &constraint{kind: mlx.GrammarLark, source: lark, what: what}, nil
 }
 
