@@ -1,8 +1,11 @@
 package whisper
 
 import (
+	"context"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/mlxgo/mlxgo/internal/mlxtest"
@@ -112,4 +115,34 @@ func TestLoadMLXLayout(t *testing.T) {
 		return nil
 	})
 	t.Logf("same bytes: %v", same)
+}
+
+// TestTemperatureFallback: with a log-probability threshold no window can
+// meet (0), every temperature is tried and the last one's result is kept;
+// sampling at temperature > 0 is reproducible from the seed. (mlx-whisper
+// samples from MLX's global key, so only greedy decodings are held to its
+// bits in TestL1AgainstMLXWhisper.)
+func TestTemperatureFallback(t *testing.T) {
+	x := loadClip(t, filepath.Join("audio", "pocketsphinx", "cards", "001.wav"))
+	d := loadDecoder(t)
+	o := DefaultOptions()
+	o.Temperatures = []float64{0, 1}
+	o.LogprobThreshold = 0
+	o.NoSpeechThreshold = math.NaN()
+	o.Seed = 42
+	var a, b *Result
+	run(t, func() (err error) {
+		if a, err = d.Transcribe(context.Background(), x, o); err != nil {
+			return err
+		}
+		b, err = d.Transcribe(context.Background(), x, o)
+		return err
+	})
+	if a.Windows != 1 || a.Fallbacks != 1 || len(a.Segments) == 0 || a.Segments[0].Temperature != 1 {
+		t.Fatalf("windows %d, fallbacks %d, segments %+v: want one window decoded again at temperature 1", a.Windows, a.Fallbacks, a.Segments)
+	}
+	if a.Text != b.Text || !slices.Equal(a.Segments[0].Tokens, b.Segments[0].Tokens) {
+		t.Errorf("same seed, different samples: %q and %q", a.Text, b.Text)
+	}
+	t.Logf("at temperature 1: %q", a.Text)
 }
