@@ -105,7 +105,8 @@ $(DATA)/audio/jfk.wav:
 	mv $@.tmp $@
 $(DATA)/audio/pocketsphinx/.stamp:
 	mkdir -p $(REG)/deb $(@D)
-	cd $(REG)/deb && (test -f '$(PSPHINX_DEB)' || apt-get download pocketsphinx-testdata=0.8+5prealpha+1-15)
+	cd $(REG)/deb && (test -f '$(PSPHINX_DEB)' || apt-get download pocketsphinx-testdata=0.8+5prealpha+1-15 || \
+	  (apt-get update -qq && apt-get download pocketsphinx-testdata=0.8+5prealpha+1-15))
 	rm -rf $(@D).tmp && dpkg-deb -x '$(REG)/deb/$(PSPHINX_DEB)' $(@D).tmp
 	cp -r $(@D).tmp/usr/share/pocketsphinx/test/data/librivox $(@D).tmp/usr/share/pocketsphinx/test/data/cards $(@D)/ && rm -rf $(@D).tmp
 	touch $@
