@@ -175,6 +175,7 @@ func (b *Batch) Add(r Row) error {
 	}
 	if c, ok := l.sampler.(*chain); ok && r.Seed != nil {
 		if row.key, err = newKeyed(c, *r.Seed); err != nil {
+			l.closeProcs()
 			return err
 		}
 		l.sampler = row.key
@@ -503,6 +504,7 @@ func (b *Batch) end(r *batchRow, err error) {
 		}
 	}
 	st := r.l.finish(r.st)
+	r.l.closeProcs()
 	r.l.tokens.Free()
 	r.l.tokens = nil
 	if r.key != nil {

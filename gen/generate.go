@@ -65,6 +65,11 @@ type Options struct {
 	// TopLogprobs (0 to MaxTopLogprobs) is how many of the most likely
 	// tokens each Logprob lists; it needs Logprobs.
 	TopLogprobs int
+	// Grammar, when set, constrains the generation (structured output): a
+	// processor after mlx-lm's lets through only the tokens it allows next.
+	// Each generation (each row) has its own state; each of its steps waits
+	// for the token before (the grammar must see it), so no step runs ahead.
+	Grammar *Grammar
 }
 
 // ErrStop is what an emit function returns to end generation early (a stop
@@ -175,6 +180,13 @@ func newLoop(m Model, o Options, promptLen, total int) (l *loop, maxTokens int, 
 			return nil, 0, fmt.Errorf("%w: %d prompt tokens leave no room to generate in context length %d", ErrContext, total, o.ContextLength)
 		}
 	}
+	if o.Grammar != nil {
+		gp, err := o.Grammar.Processor()
+		if err != nil {
+			return nil, 0, err
+		}
+		procs = append(procs, gp)
+	}
 	l = &loop{m: m, o: o, sampler: sampler, procs: procs}
 	for _, p := range procs {
 		l.history = max(l.history, p.Context(), 1)
@@ -229,6 +241,16 @@ type loop struct {
 	caches  []kv.Cache
 	history int        // trailing tokens the processors read; 0: none kept
 	tokens  *mlx.Array // those tokens (int32 [N]), when history > 0
+}
+
+// closeProcs frees what processors hold outside MLX (a grammar's state).
+func (l *loop) closeProcs() {
+	for _, p := range l.procs {
+		if c, ok := p.(interface{ Close() }); ok {
+			c.Close()
+		}
+	}
+	l.procs = nil
 }
 
 func (l *loop) finish(st Stats) Stats {

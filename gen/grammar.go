@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 
 	"github.com/mlxgo/mlxgo/mlx"
@@ -45,6 +46,7 @@ type Grammar struct {
 	Source string
 	proto  *mlx.Matcher
 	vocab  int
+	eos    []int32
 }
 
 // Compile checks and compiles src, a grammar of the given kind. A grammar
@@ -74,7 +76,7 @@ func (g *Grammars) Compile(kind, src string) (*Grammar, error) {
 		}
 		return nil, err
 	}
-	return &Grammar{Kind: kind, Source: src, proto: m, vocab: g.vocab}, nil
+	return &Grammar{Kind: kind, Source: src, proto: m, vocab: g.vocab, eos: g.eos}, nil
 }
 
 // jsonLayout is how constrained JSON is laid out: no free whitespace, and
@@ -85,26 +87,30 @@ func (g *Grammars) Compile(kind, src string) (*Grammar, error) {
 var jsonLayout = map[string]any{"whitespace_flexible": false, "item_separator": ", ", "key_separator": ": "}
 
 func compactJSON(schema string) (string, error) {
-	var v any
-	if err := json.Unmarshal([]byte(schema), &v); err != nil {
-		return "", fmt.Errorf("%w: the JSON schema is not JSON: %v", ErrGrammar, err)
+	// Spliced into the text rather than re-marshalled: the order of a
+	// schema's properties is the order they are generated in, and Go's maps
+	// would sort them.
+	s := strings.TrimSpace(schema)
+	switch s {
+	case "true":
+		s = "{}"
+	case "false":
+		s = `{"not":{}}`
 	}
-	obj, ok := v.(map[string]any)
-	if !ok {
-		if _, isBool := v.(bool); isBool {
-			obj = map[string]any{}
-			if !v.(bool) {
-				obj["not"] = map[string]any{}
-			}
-		} else {
-			return "", fmt.Errorf("%w: a JSON schema is an object or a boolean", ErrGrammar)
-		}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(s), &top); err != nil {
+		return "", fmt.Errorf("%w: a JSON schema is an object or a boolean: %v", ErrGrammar, err)
 	}
-	if _, set := obj["x-guidance"]; !set {
-		obj["x-guidance"] = jsonLayout
+	if _, set := top["x-guidance"]; set {
+		return s, nil
 	}
-	out, err := json.Marshal(obj)
-	return string(out), err
+	layout, _ := json.Marshal(jsonLayout)
+	rest := strings.TrimSpace(s[1:])
+	sep := ","
+	if rest == "}" {
+		sep = ""
+	}
+	return `{"x-guidance":` + string(layout) + sep + rest, nil
 }
 
 // Close frees the compiled grammar (its generations' states are separate).
@@ -117,7 +123,7 @@ func (g *Grammar) Processor() (*GrammarProcessor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &GrammarProcessor{m: m, mask: make([]uint32, m.MaskWords()), allow: make([]bool, g.vocab)}, nil
+	return &GrammarProcessor{m: m, mask: make([]uint32, m.MaskWords()), allow: make([]bool, g.vocab), eos: g.eos}, nil
 }
 
 // GrammarProcessor masks the logits of tokens the grammar does not allow
@@ -129,6 +135,7 @@ type GrammarProcessor struct {
 	m     *mlx.Matcher
 	mask  []uint32
 	allow []bool
+	eos   []int32
 	steps int
 }
 
@@ -152,7 +159,11 @@ func (p *GrammarProcessor) Process(tokens, logits *mlx.Array) *mlx.Array {
 }
 
 func (p *GrammarProcessor) advance(tokens *mlx.Array) error {
-	if p.steps > 0 {
+	_, stopped, err := p.m.State()
+	if err != nil {
+		return err
+	}
+	if p.steps > 0 && !stopped {
 		last := lastTokens(tokens, 1)
 		if err := mlx.Eval(last); err != nil {
 			return err
@@ -164,8 +175,24 @@ func (p *GrammarProcessor) advance(tokens *mlx.Array) error {
 		if err := p.m.Consume(ids[len(ids)-1]); err != nil {
 			return err
 		}
+		if _, stopped, err = p.m.State(); err != nil {
+			return err
+		}
 	}
 	p.steps++
+	if stopped {
+		// Nothing more can follow: the grammar is complete, or it took an
+		// end token in a step run ahead of the row's end. Only the end
+		// tokens are allowed (the engine has no mask once stopped), and
+		// whatever comes after them is not fed to it.
+		clear(p.mask)
+		for _, id := range p.eos {
+			if int(id>>5) < len(p.mask) {
+				p.mask[id>>5] |= 1 << (id & 31)
+			}
+		}
+		return nil
+	}
 	return p.m.Mask(p.mask)
 }
 
