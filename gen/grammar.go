@@ -39,14 +39,15 @@ func NewGrammars(tokenizerJSON []byte, vocab int, eos []int32) *Grammars {
 // ErrGrammar marks a grammar the engine rejects (the caller's error, a 400).
 var ErrGrammar = errors.New("invalid grammar")
 
-// Grammar is one compiled constraint; each generation (each row of a batch)
-// gets its own state from it.
+// Grammar is one checked constraint; each generation (each row of a batch)
+// compiles its own state from it when it starts (a few milliseconds), so a
+// Grammar holds nothing native and needs no Close: requests queued behind
+// others may hold one for as long as they like.
 type Grammar struct {
 	Kind   string // mlx.GrammarJSONSchema, mlx.GrammarRegex, mlx.GrammarLark, mlx.GrammarGuidance
-	Source string
-	proto  *mlx.Matcher
-	vocab  int
-	eos    []int32
+	Source string // as given; the engine reads src
+	src    string
+	g      *Grammars
 }
 
 // Compile checks and compiles src, a grammar of the given kind. A grammar
@@ -62,13 +63,24 @@ func (g *Grammars) Compile(kind, src string) (*Grammar, error) {
 	if g.err != nil {
 		return nil, g.err
 	}
+	gr := &Grammar{Kind: kind, Source: src, src: src, g: g}
 	if kind == mlx.GrammarJSONSchema {
 		var err error
-		if src, err = compactJSON(src); err != nil {
+		if gr.src, err = compactJSON(src); err != nil {
 			return nil, err
 		}
 	}
-	m, err := g.tok.NewMatcher(kind, src)
+	m, err := gr.matcher()
+	if err != nil {
+		return nil, err
+	}
+	m.Close()
+	return gr, nil
+}
+
+// matcher compiles a fresh state; the engine's rejection is an ErrGrammar.
+func (gr *Grammar) matcher() (*mlx.Matcher, error) {
+	m, err := gr.g.tok.NewMatcher(gr.Kind, gr.src)
 	if err != nil {
 		var me *mlx.Error
 		if errors.As(err, &me) {
@@ -76,7 +88,7 @@ func (g *Grammars) Compile(kind, src string) (*Grammar, error) {
 		}
 		return nil, err
 	}
-	return &Grammar{Kind: kind, Source: src, proto: m, vocab: g.vocab, eos: g.eos}, nil
+	return m, nil
 }
 
 // jsonLayout is how constrained JSON is laid out: no free whitespace, and
@@ -113,17 +125,14 @@ func compactJSON(schema string) (string, error) {
 	return `{"x-guidance":` + string(layout) + sep + rest, nil
 }
 
-// Close frees the compiled grammar (its generations' states are separate).
-func (g *Grammar) Close() { g.proto.Close() }
-
 // Processor starts one generation's constraint: a LogitsProcessor to run
 // last, after mlx-lm's processors. Close it when the generation ends.
-func (g *Grammar) Processor() (*GrammarProcessor, error) {
-	m, err := g.proto.Clone()
+func (gr *Grammar) Processor() (*GrammarProcessor, error) {
+	m, err := gr.matcher()
 	if err != nil {
 		return nil, err
 	}
-	return &GrammarProcessor{m: m, mask: make([]uint32, m.MaskWords()), allow: make([]bool, g.vocab), eos: g.eos}, nil
+	return &GrammarProcessor{m: m, mask: make([]uint32, m.MaskWords()), allow: make([]bool, gr.g.vocab), eos: gr.g.eos}, nil
 }
 
 // GrammarProcessor masks the logits of tokens the grammar does not allow

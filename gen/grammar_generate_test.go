@@ -45,8 +45,7 @@ func TestGenerateWithGrammar(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		defer gr.Close()
-		live := mlx.LiveArrays()
+			live := mlx.LiveArrays()
 		var specs []batchSpec
 		for i, p := range prompts {
 			ids, err := tk.Encode(p, false)

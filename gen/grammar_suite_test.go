@@ -94,7 +94,6 @@ func TestGrammarJSONSchemaSuite(t *testing.T) {
 				continue
 			}
 			doc, ok := walkGrammar(t, gr, text, end, rand.New(rand.NewPCG(uint64(len(samples)), uint64(i))))
-			gr.Close()
 			if !ok {
 				unfinished++
 				continue
@@ -140,7 +139,7 @@ func TestGrammarJSONSchemaSuite(t *testing.T) {
 // closes the most (a quote, a bracket, a digit), otherwise a random allowed
 // token of at most 4 bytes.
 func walkGrammar(t *testing.T, gr *Grammar, text []string, end int32, r *rand.Rand) (string, bool) {
-	m, err := gr.proto.Clone()
+	m, err := gr.matcher()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,7 +37,6 @@ func TestGrammarProcessorGreedy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer gr.Close()
 	if _, err := g.Compile(mlx.GrammarJSONSchema, `{"type":"objekt"}`); err == nil {
 		t.Fatal("an invalid schema compiled")
 	}

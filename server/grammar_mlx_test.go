@@ -55,7 +55,6 @@ func TestToolCallGrammar(t *testing.T) {
 		}
 		out := followGrammar(t, p, text, end)
 		p.Close()
-		gr.Close()
 		t.Logf("%s: %q", c.what, out)
 		inner, ok := strings.CutPrefix(out, "<tool_call>")
 		inner, ok2 := strings.CutSuffix(inner, "</tool_call>")
