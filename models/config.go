@@ -84,6 +84,18 @@ func (t *TokenIDs) UnmarshalJSON(b []byte) error {
 // ParseConfig decodes and checks config.json.
 func ParseConfig(data []byte) (*Config, error) {
 	var c Config
+	// A multimodal wrapper (mistral3, gemma3) describes its language model
+	// in text_config: the sizes come from there, and what the top level has
+	// (model_type, quantization, eos_token_id) wins.
+	var wrapper struct {
+		TextConfig json.RawMessage `json:"text_config"`
+	}
+	if json.Unmarshal(data, &wrapper) == nil && len(wrapper.TextConfig) > 0 && !bytes.Equal(wrapper.TextConfig, []byte("null")) {
+		if err := json.Unmarshal(wrapper.TextConfig, &c); err != nil {
+			return nil, fmt.Errorf("cannot parse config.json's text_config: %w", err)
+		}
+		c.Quantization = nil
+	}
 	if err := json.Unmarshal(data, &c); err != nil {
 		return nil, fmt.Errorf("cannot parse config.json: %w", err)
 	}

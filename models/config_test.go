@@ -82,6 +82,23 @@ func TestParseConfig(t *testing.T) {
 
 // TestLoadErrors covers what a user can get wrong before any weight is
 // read: these need no native library.
+// TestParseConfigTextConfig: a multimodal wrapper's sizes come from its
+// text_config; its own model_type, quantization and eos_token_id win.
+func TestParseConfigTextConfig(t *testing.T) {
+	c, err := ParseConfig([]byte(`{"model_type":"mistral3","eos_token_id":2,"quantization":{"group_size":64,"bits":4},
+"text_config":` + strings.Replace(tinyLlama, `"llama"`, `"ministral3"`, 1) + `,"quantization":{"group_size":32,"bits":8}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ModelType != "mistral3" || c.HiddenSize != 64 || c.VocabSize != 512 || c.NumHiddenLayers != 2 ||
+		c.Quantization == nil || c.Quantization.GroupSize != 64 || len(c.EOSTokenID) != 1 || c.EOSTokenID[0] != 2 {
+		t.Fatalf("parsed %+v", c)
+	}
+	if _, err := ParseConfig([]byte(`{"model_type":"mistral3","text_config":{"hidden_size":"x"}}`)); err == nil {
+		t.Fatal("accepted a text_config of the wrong type")
+	}
+}
+
 func TestLoadErrors(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, body string) string {
@@ -107,7 +124,7 @@ func TestLoadErrors(t *testing.T) {
 		{"missing path", filepath.Join(dir, "nope"), "cannot open model", nil},
 		{"no config", write("empty", ""), "cannot read model config", nil},
 		{"unknown architecture", write("mamba", `{"model_type":"mamba","hidden_size":8,"num_hidden_layers":1,"intermediate_size":8,"num_attention_heads":1,"vocab_size":8}`),
-			"supported model types are gemma3_text, llama, qwen2, qwen3, qwen3_moe", ErrUnsupportedModel},
+			"supported model types are gemma3_text, llama, ministral3, mistral3, qwen2, qwen3, qwen3_moe", ErrUnsupportedModel},
 		{"no weights", write("noweights", tinyLlama+`}`), "cannot open model weights", nil},
 		{"not a model file", other, "want a model directory", nil},
 		{"truncated gguf", badGGUF, "cannot open GGUF model", nil},
@@ -133,6 +150,9 @@ func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte(tinyLlama + `,"eos_token_id":[1,2],"quantization":{"group_size":64,"bits":4,"lm_head":false,"x":{"bits":8,"group_size":32}}}`))
 	f.Add([]byte(tinyLlama + `,"rope_scaling":{"type":"linear","factor":"x"},"head_dim":null}`))
 	f.Add([]byte(`{"model_type":"gemma3_text","quantization":[]}`))
+	f.Add([]byte(`{"model_type":"mistral3","text_config":` + tinyLlama + `},"quantization":{"group_size":64,"bits":4}}`))
+	f.Add([]byte(`{"model_type":"mistral3","text_config":null}`))
+	f.Add([]byte(`{"model_type":"mistral3","text_config":[1],"hidden_size":8}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := ParseConfig(data)
 		if err != nil {

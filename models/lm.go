@@ -10,6 +10,8 @@ import (
 	"github.com/mlxgo/mlxgo/mlx"
 	"github.com/mlxgo/mlxgo/models/gemma3"
 	"github.com/mlxgo/mlxgo/models/llama"
+	"github.com/mlxgo/mlxgo/models/ministral3"
+	"github.com/mlxgo/mlxgo/models/mistral3"
 	"github.com/mlxgo/mlxgo/models/nn"
 	"github.com/mlxgo/mlxgo/models/qwen2"
 	"github.com/mlxgo/mlxgo/models/qwen3"
@@ -19,6 +21,8 @@ import (
 // architectures maps config.json's model_type to the package building it.
 var architectures = map[string]nn.Builder{
 	"llama":       llama.New,
+	"ministral3":  ministral3.New,
+	"mistral3":    mistral3.New,
 	"qwen2":       qwen2.New,
 	"qwen3":       qwen3.New,
 	"gemma3_text": gemma3.New,

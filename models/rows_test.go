@@ -58,6 +58,9 @@ func TestForwardRowsMatchesForward(t *testing.T) {
 		{"gemma3_text-q4g64", kv.Options{}, []int{9, 16, 40}},
 		{"qwen3_moe-f32", kv.Options{}, []int{5, 13, 40}},
 		{"qwen3_moe-q4g64", kv.Options{}, []int{9, 3, 33, 20}},
+		{"ministral3-f32", kv.Options{}, []int{5, 17, 30}},
+		{"ministral3-q4g32", kv.Options{}, []int{20, 3, 12}},
+		{"mistral3-bf16", kv.Options{}, []int{4, 18, 25}},
 		// The default model's shapes (576 hidden, 49152 vocab, Q4_1 as
 		// affine group 32), converted from its GGUF by the oracle.
 		{"smollm2-q4_1", kv.Options{}, []int{3, 24, 9}},

@@ -44,11 +44,30 @@ type RoPE struct {
 	traditional bool
 	base, scale float32
 	freqs       *mlx.Array // nil: frequencies from base
+	// mscale, when not 1, multiplies the rotated dimensions first (YarnRoPE).
+	mscale float64
 }
 
 // Apply rotates x [B, H, L, D] whose first position is offset.
 func (r *RoPE) Apply(x *mlx.Array, offset int) *mlx.Array {
-	return mlx.RoPE(x, r.dims, r.traditional, r.base, r.scale, offset, r.freqs)
+	return mlx.RoPE(r.prescale(x), r.dims, r.traditional, r.base, r.scale, offset, r.freqs)
+}
+
+// prescale is YarnRoPE's x.at[..., :dims].multiply(mscale): the update is
+// the Python float as x's dtype, and each element is multiplied once, as a
+// scatter_prod does it.
+func (r *RoPE) prescale(x *mlx.Array) *mlx.Array {
+	if r.mscale == 0 || r.mscale == 1 {
+		return x
+	}
+	s := mlx.Scalar(float32(r.mscale), x.Dtype())
+	sh := x.Shape()
+	if sh[len(sh)-1] == r.dims {
+		return mlx.Multiply(x, s)
+	}
+	start, stop := make([]int, len(sh)), append([]int(nil), sh...)
+	stop[len(sh)-1] = r.dims
+	return mlx.SliceUpdate(x, mlx.Multiply(mlx.Slice(x, start, stop), s), start, stop)
 }
 
 // At rotates x [B, H, L, D] at a cache's position (kv.PositionOf): one
@@ -64,11 +83,11 @@ func (r *RoPE) At(x *mlx.Array, p kv.Position) *mlx.Array {
 // one node for a decode batch's rows, each computed as Apply computes it
 // alone (positions (t + offset) * scale in float32 either way).
 func (r *RoPE) ApplyRows(x, offsets *mlx.Array) *mlx.Array {
-	return mlx.RoPEDynamic(x, r.dims, r.traditional, r.base, r.scale, offsets, r.freqs)
+	return mlx.RoPEDynamic(r.prescale(x), r.dims, r.traditional, r.base, r.scale, offsets, r.freqs)
 }
 
 // NewRoPE is rope_utils.initialize_rope for the types whose result does not
-// depend on the sequence: default, linear and llama3.
+// depend on the sequence: default, linear, llama3 and yarn.
 func NewRoPE(ws *Weights, dims int, base float64, traditional bool, scaling RopeScaling) (*RoPE, error) {
 	switch t := scaling.Type(); t {
 	case "default", "linear":
@@ -87,8 +106,14 @@ func NewRoPE(ws *Weights, dims int, base float64, traditional bool, scaling Rope
 			return nil, err
 		}
 		return &RoPE{dims: dims, traditional: traditional, scale: 1, freqs: ws.Keep(freqs)}, nil
+	case "yarn", "deepseek_yarn", "telechat3-yarn":
+		freqs, mscale, err := yarnFreqs(dims, base, scaling)
+		if err != nil {
+			return nil, err
+		}
+		return &RoPE{dims: dims, traditional: traditional, scale: 1, freqs: ws.Keep(freqs), mscale: mscale}, nil
 	default:
-		return nil, fmt.Errorf("rope_scaling type %q is not supported (default, linear, llama3)", t)
+		return nil, fmt.Errorf("rope_scaling type %q is not supported (default, linear, llama3, yarn)", t)
 	}
 }
 
@@ -121,4 +146,52 @@ func llama3Freqs(dims int, base float64, sc RopeScaling) (*mlx.Array, error) {
 	smoothFreqs := mlx.Divide(freqs, mlx.Add(mlx.Divide(mlx.Subtract(f32(1), smooth), f32(factor)), smooth))
 	out := mlx.Where(isMedium, smoothFreqs, freqs)
 	return out, mlx.Eval(out)
+}
+
+// yarnFreqs is YarnRoPE's frequency table and input scale, the table
+// computed with MLX ops in rope_utils' order (float32), the scale in float64
+// as Python computes it.
+func yarnFreqs(dims int, base float64, sc RopeScaling) (*mlx.Array, float64, error) {
+	factor, err1 := sc.Float("factor", math.NaN())
+	old, err2 := sc.Float("original_max_position_embeddings", 4096)
+	fast, err3 := sc.Float("beta_fast", 32)
+	slow, err4 := sc.Float("beta_slow", 1)
+	ms, err5 := sc.Float("mscale", 1)
+	msAll, err6 := sc.Float("mscale_all_dim", 0)
+	for _, err := range []error{err1, err2, err3, err4, err5, err6} {
+		if err != nil {
+			return nil, 0, err
+		}
+	}
+	if math.IsNaN(factor) || base <= 0 || base == 1 || dims < 2 {
+		return nil, 0, fmt.Errorf("yarn rope_scaling needs a factor and a rope base > 0, != 1")
+	}
+	correction := func(rotations float64) float64 {
+		return float64(dims) * math.Log(old/(rotations*2*math.Pi)) / (2 * math.Log(base))
+	}
+	low := max(math.Floor(correction(fast)), 0)
+	high := min(math.Ceil(correction(slow)), float64(dims-1))
+	getMscale := func(scale, m float64) float64 {
+		if scale <= 1 {
+			return 1
+		}
+		return 0.1*m*math.Log(scale) + 1
+	}
+	mscale := getMscale(factor, ms) / getMscale(factor, msAll)
+	f32 := func(v float64) *mlx.Array { return mlx.Scalar(float32(v), mlx.Float32) }
+
+	// freq_extra = base ** (arange(0, dims, 2) / dims); freq_inter = factor * freq_extra
+	extra := mlx.Power(f32(base), mlx.Divide(mlx.Arange(0, float64(dims), 2, mlx.Float32), f32(float64(dims))))
+	inter := mlx.Multiply(extra, f32(factor))
+	// yarn_linear_ramp_mask(low, high, dims // 2)
+	lo, hi := low, high
+	if lo == hi {
+		hi += 0.001
+	}
+	ramp := mlx.Divide(mlx.Subtract(mlx.Arange(0, float64(dims/2), 1, mlx.Float32), f32(lo)), f32(hi-lo))
+	ramp = mlx.Clip(ramp, f32(0), f32(1))
+	mask := mlx.Subtract(f32(1), ramp)
+	out := mlx.Divide(mlx.Multiply(inter, extra),
+		mlx.Add(mlx.Multiply(inter, mask), mlx.Multiply(extra, mlx.Subtract(f32(1), mask))))
+	return out, mscale, mlx.Eval(out)
 }

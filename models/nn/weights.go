@@ -77,14 +77,24 @@ func Safetensors(set *safetensors.Set) map[string]Tensor {
 	return src
 }
 
-// Rename re-keys every tensor by name(old), before any is taken (BERT's
-// "bert." prefix, say).
+// Rename re-keys every tensor by name(old), before any is taken or dropped
+// (BERT's "bert." prefix, say), and the quantization's per-module entries
+// by the same function: name edits prefixes, so it maps module paths as it
+// maps the tensor names under them.
 func (ws *Weights) Rename(name func(string) string) {
 	src := make(map[string]Tensor, len(ws.src))
 	for k, t := range ws.src {
 		src[name(k)] = t
 	}
 	ws.src = src
+	if ws.quant != nil && len(ws.quant.Modules) > 0 {
+		q := *ws.quant
+		q.Modules = make(map[string]*mlx.Quant, len(ws.quant.Modules))
+		for k, m := range ws.quant.Modules {
+			q.Modules[name(k)] = m
+		}
+		ws.quant = &q
+	}
 }
 
 // Err is the first error met taking weights.

@@ -152,7 +152,7 @@ def unsupported_case(case: str, model_dir: Path, out: Path, err: Unsupported, *,
     """The index entry of a case MLX cannot run on a GPU, with its prompt: mlxgo's
     TestL1 then requires the same MLX error at the same model call."""
     _, config = load_model(model_dir)
-    prompt = prompt_ids(prompt_seed, prompt_len, config["vocab_size"])
+    prompt = prompt_ids(prompt_seed, prompt_len, vocab_size(config))
     entry = {
         "file": f"{case}.safetensors",
         "model": str(model_dir.resolve().relative_to(oracle_dir().resolve())),
@@ -187,7 +187,7 @@ def make_case(case: str, model_dir: Path, out: Path, *, prompt=None, prompt_len=
     """Generate one case, write <out>/<case>.safetensors, return its index entry."""
     model, config = load_model(model_dir)
     if prompt is None:
-        prompt = prompt_ids(prompt_seed, prompt_len, config["vocab_size"])
+        prompt = prompt_ids(prompt_seed, prompt_len, vocab_size(config))
     settings = dict(steps=steps, prefill_step_size=prefill_step_size, kv_bits=kv_bits,
                     kv_group_size=kv_group_size, quantized_kv_start=quantized_kv_start,
                     max_kv_size=max_kv_size)
@@ -245,6 +245,11 @@ def update_index(out: Path, entries: dict) -> None:
     write_json(path, {"format": "mlxgo-oracle-v1", "versions": versions(), "cases": cases})
 
 
+def vocab_size(config: dict) -> int:
+    """A multimodal wrapper's (mistral3) vocabulary is its text_config's."""
+    return config.get("vocab_size") or config["text_config"]["vocab_size"]
+
+
 # MLX's CPU backend has no gather_mm for other dtypes than float32, so an
 # unquantized bf16 mixture-of-experts model cannot run there: mlxgo must stop
 # with the same error (TestL1 checks it on either device).
@@ -279,6 +284,9 @@ def suite_cases(models: Path) -> dict:
         # 8 tokens x top 2 < 64: SwitchGLU's unsorted path for a multi-token call
         "qwen3_moe-f32-prefill8": dict(model="qwen3_moe-f32", prompt_len=40, prefill_step_size=8),
         "qwen3_moe-q4g64-prefill8": dict(model="qwen3_moe-q4g64", prompt_len=40, prefill_step_size=8),
+        # the rotating caches of the sliding layers and the attention scale
+        # across chunks (position 16 is where the scale first grows)
+        "ministral3-bf16-prefill8": dict(model="ministral3-bf16", prefill_step_size=8),
         # --kv-bits: the default start (5000) is never reached by a short
         # prompt; start 0 switches right after the first prefill call, start
         # 40 switches during decode.

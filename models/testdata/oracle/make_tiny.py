@@ -44,6 +44,18 @@ _BASE = dict(
     max_position_embeddings=2048,
 )
 
+MINISTRAL3_ROPE = dict(
+    rope_type="yarn",
+    rope_theta=1000000.0,
+    factor=16.0,
+    original_max_position_embeddings=16,
+    beta_fast=32.0,
+    beta_slow=1.0,
+    mscale=1.0,
+    mscale_all_dim=0.0,
+    llama_4_scaling_beta=0.1,
+)
+
 # Architectures and the feature each one is here to exercise. head_dim 64 where
 # the kv-bits cases run: mlx-lm quantizes K/V along head_dim in groups of 64.
 ARCHS = {
@@ -86,6 +98,27 @@ ARCHS = {
         moe_intermediate_size=64,
         norm_topk_prob=True,
     ),
+    # ministral3: YaRN rope (mscale 1 / mscale_all_dim 0: the input scale is
+    # not 1; original_max 16 puts the ramp inside head_dim) and Llama 4's
+    # attention scale, which grows past position 16; layers 0,2 sliding
+    # (window 16), tied (ministral3.py's default)
+    "ministral3": dict(
+        _BASE,
+        model_type="ministral3",
+        num_hidden_layers=4,
+        head_dim=64,
+        layer_types=["sliding_attention", "full_attention"] * 2,
+        sliding_window=16,
+        rope_parameters=MINISTRAL3_ROPE,
+    ),
+    # mistral3: the multimodal wrapper around a ministral3 text model
+    # (untied: mistral3.py's default); the f32 file also carries vision tower
+    # and projector tensors that sanitize drops
+    "mistral3": dict(
+        model_type="mistral3",
+        text_config=dict(_BASE, model_type="ministral3", head_dim=64, rope_parameters=MINISTRAL3_ROPE),
+        vision_config=dict(model_type="pixtral", hidden_size=16),
+    ),
     # gemma3_text: layers 0,2 sliding (window 16, local rope base), 1,3 global with
     # linear rope scaling; 1+weight norms, scaled embeddings, gelu_approx, tied
     "gemma3_text": dict(
@@ -115,6 +148,8 @@ VARIANTS = {
     "gemma3_text": [("bf16", "bfloat16", None), ("q4g64", "bfloat16", (64, 4))],
     # quantize_model takes qwen3_moe's quant_predicate: the router (mlp.gate) 8-bit
     "qwen3_moe": [("bf16", "bfloat16", None), ("q4g64", "bfloat16", (64, 4))],
+    "ministral3": [("bf16", "bfloat16", None), ("q4g32", "bfloat16", (32, 4))],
+    "mistral3": [("bf16", "bfloat16", None), ("q4g64", "bfloat16", (64, 4))],
 }
 
 # Llama-3.2-1B's shape (benchmarks only; ~2.5 GB in bf16).
@@ -166,6 +201,21 @@ def build_f32(name: str, config: dict, out: Path, seed: int) -> None:
         model.pop("lm_head")
     mx.eval(model.parameters())
     save(model, dict(config, torch_dtype="float32"), out)
+    if config["model_type"] == "mistral3":
+        add_vision_tensors(out)
+
+
+def add_vision_tensors(out: Path) -> None:
+    """What a real mistral3 checkpoint has besides the language model (here
+    two tiny tensors): mlx-lm's sanitize drops them, and so must the Go loader."""
+    path = out / "model.safetensors"
+    weights = mx.load(str(path))
+    weights["vision_tower.transformer.layers.0.attention.q_proj.weight"] = mx.zeros((16, 16))
+    weights["multi_modal_projector.linear_1.weight"] = mx.zeros((64, 16))
+    mx.save_safetensors(str(path), weights, metadata={"format": "mlx"})
+    index = json.loads((out / "model.safetensors.index.json").read_text())
+    index["weight_map"] = {k: "model.safetensors" for k in sorted(weights)}
+    (out / "model.safetensors.index.json").write_text(json.dumps(index, indent=4))
 
 
 def save(model: nn.Module, config: dict, out: Path) -> None:
