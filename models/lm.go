@@ -13,6 +13,7 @@ import (
 	"github.com/mlxgo/mlxgo/models/ministral3"
 	"github.com/mlxgo/mlxgo/models/mistral3"
 	"github.com/mlxgo/mlxgo/models/nn"
+	"github.com/mlxgo/mlxgo/models/phi3"
 	"github.com/mlxgo/mlxgo/models/qwen2"
 	"github.com/mlxgo/mlxgo/models/qwen3"
 	"github.com/mlxgo/mlxgo/models/qwen3_moe"
@@ -26,6 +27,7 @@ var architectures = map[string]nn.Builder{
 	"qwen2":       qwen2.New,
 	"qwen3":       qwen3.New,
 	"gemma3_text": gemma3.New,
+	"phi3":        phi3.New,
 	"qwen3_moe":   qwen3_moe.New,
 }
 

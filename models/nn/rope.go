@@ -195,3 +195,38 @@ func yarnFreqs(dims int, base float64, sc RopeScaling) (*mlx.Array, float64, err
 		mlx.Add(mlx.Multiply(inter, mask), mlx.Multiply(extra, mlx.Subtract(f32(1), mask))))
 	return out, mscale, mlx.Eval(out)
 }
+
+// NewSuScaledRoPE is rope_utils.SuScaledRoPE (phi3's longrope): the
+// frequencies long_factor * base ** (arange(0, dims, 2) / dims) in float32,
+// and the first dims of the input scaled by sqrt(1 + log(factor) /
+// log(original)) when factor = max / original > 1. short_factor is unused,
+// as in mlx-lm.
+func NewSuScaledRoPE(ws *Weights, dims int, base float64, maxPos, origMax int, longFactor []float64) (*RoPE, error) {
+	if dims < 2 || base <= 0 || maxPos <= 0 || origMax <= 1 {
+		return nil, fmt.Errorf("longrope needs rotary dims >= 2, rope_theta > 0, max_position_embeddings > 0 and original_max_position_embeddings > 1")
+	}
+	if n := len(longFactor); n != 1 && n != dims/2 {
+		return nil, fmt.Errorf("rope_scaling.long_factor has %d entries, want 1 or %d", n, dims/2)
+	}
+	f32 := func(v float64) *mlx.Array { return mlx.Scalar(float32(v), mlx.Float32) }
+	lf := make([]float32, len(longFactor))
+	for i, v := range longFactor {
+		lf[i] = float32(v)
+	}
+	var long *mlx.Array
+	if len(lf) == 1 {
+		long = mlx.Scalar(lf[0], mlx.Float32)
+	} else {
+		long = mlx.FromSlice(lf, len(lf))
+	}
+	freqs := mlx.Power(f32(base), mlx.Divide(mlx.Arange(0, float64(dims), 2, mlx.Float32), f32(float64(dims))))
+	freqs = mlx.Multiply(long, freqs)
+	if err := mlx.Eval(freqs); err != nil {
+		return nil, err
+	}
+	scale := 1.0
+	if factor := float64(maxPos) / float64(origMax); factor > 1 {
+		scale = math.Sqrt(1 + math.Log(factor)/math.Log(float64(origMax)))
+	}
+	return &RoPE{dims: dims, scale: 1, freqs: ws.Keep(freqs), mscale: scale}, nil
+}

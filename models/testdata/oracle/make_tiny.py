@@ -119,6 +119,18 @@ ARCHS = {
         text_config=dict(_BASE, model_type="ministral3", head_dim=64, rope_parameters=MINISTRAL3_ROPE),
         vision_config=dict(model_type="pixtral", hidden_size=16),
     ),
+    # phi3: fused qkv_proj / gate_up_proj, longrope (SuScaledRoPE: long_factor
+    # frequencies, input scale sqrt(1 + log 4 / log 512)) on half the head
+    # dims (partial_rotary_factor 0.5, head_dim 16), untied
+    "phi3": dict(
+        _BASE,
+        model_type="phi3",
+        rope_theta=10000.0,
+        partial_rotary_factor=0.5,
+        original_max_position_embeddings=512,
+        rope_scaling=dict(type="longrope", long_factor=[1.0, 1.5, 2.0, 4.0], short_factor=[1.0, 1.0, 1.0, 1.0]),
+        tie_word_embeddings=False,
+    ),
     # gemma3_text: layers 0,2 sliding (window 16, local rope base), 1,3 global with
     # linear rope scaling; 1+weight norms, scaled embeddings, gelu_approx, tied
     "gemma3_text": dict(
@@ -150,6 +162,7 @@ VARIANTS = {
     "qwen3_moe": [("bf16", "bfloat16", None), ("q4g64", "bfloat16", (64, 4))],
     "ministral3": [("bf16", "bfloat16", None), ("q4g32", "bfloat16", (32, 4))],
     "mistral3": [("bf16", "bfloat16", None), ("q4g64", "bfloat16", (64, 4))],
+    "phi3": [("bf16", "bfloat16", None), ("q4g64", "bfloat16", (64, 4))],
 }
 
 # Llama-3.2-1B's shape (benchmarks only; ~2.5 GB in bf16).
