@@ -3,10 +3,12 @@ package server
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
 
+	"github.com/mlxgo/mlxgo/gen"
 	"github.com/mlxgo/mlxgo/mlx"
 )
 
@@ -130,3 +132,43 @@ func toolCallGrammar(f *toolFormat, params map[string]json.RawMessage, only stri
 // jsonLayoutOptions lay tool-call JSON out as the json_tools templates
 // render it (json.dumps separators), with no free whitespace.
 var jsonLayoutOptions = map[string]any{"whitespace_flexible": false, "item_separator": ", ", "key_separator": ": "}
+
+// constrain resolves the request's constraint — a forced tool call, else
+// response_format — compiles it against the model's vocabulary and sets
+// o.Grammar. A schema or grammar the engine cannot enforce is a 400 with its
+// reason; a model without tokenizer.json cannot be constrained at all.
+func (s *Server) constrain(p *params, tools *toolFormat, o *gen.Options) (*constraint, error) {
+	var c *constraint
+	param := "response_format"
+	if p.tools.force != "" {
+		if p.format != nil {
+			return nil, invalidf("response_format", "response_format and a tool_choice that forces a call cannot both constrain one reply")
+		}
+		only := p.tools.force
+		if only == "required" {
+			only = ""
+		}
+		var err error
+		if c, err = toolCallGrammar(tools, p.tools.params, only); err != nil {
+			return nil, err
+		}
+		param = "tool_choice"
+	} else {
+		c = p.format
+	}
+	if c == nil {
+		return nil, nil
+	}
+	if s.cfg.Model.Grammars == nil {
+		return nil, unsupported(param, "structured output needs the model's tokenizer.json, which this model (a GGUF file?) does not have")
+	}
+	gr, err := s.cfg.Model.Grammars.Compile(c.kind, c.source)
+	if err != nil {
+		if errors.Is(err, gen.ErrGrammar) {
+			return nil, invalidf(param, "%s cannot be enforced: %v", param, err)
+		}
+		return nil, err
+	}
+	o.Grammar = gr
+	return c, nil
+}

@@ -104,6 +104,14 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request, p *params, fail e
 	} else {
 		rs.features = describeFeatures(p, nil, nil)
 	}
+	c, err := s.constrain(p, feat.tools, &o)
+	if err != nil {
+		fail(w, err)
+		return nil, nil, false
+	}
+	if c != nil {
+		rs.features = strings.TrimSpace(rs.features + " grammar=" + c.what)
+	}
 	ctx := r.Context()
 	if s.cfg.RequestTimeout > 0 {
 		var cancel context.CancelFunc

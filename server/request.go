@@ -80,6 +80,7 @@ type params struct {
 	stream       bool
 	includeUsage bool
 	tools        toolRequest // chat: tools and tool_choice
+	format       *constraint // chat: response_format's grammar; nil: free text
 	logprobs     bool        // return each generated token's log-probability
 	topLogprobs  int         // and this many alternatives (0..maxTopLogprobs)
 	n            int         // choices to generate (1..maxChoices)
@@ -107,8 +108,8 @@ func decodeChat(data []byte) (*params, error) {
 		return nil, err
 	}
 	p.chat = true
-	if !isNull(b.ResponseFormat) && !isTextFormat(b.ResponseFormat) {
-		return nil, unsupported("response_format", "structured output is not implemented; only {\"type\":\"text\"}")
+	if p.format, err = decodeResponseFormat(b.ResponseFormat); err != nil {
+		return nil, err
 	}
 	if p.tools, err = decodeToolRequest(b.Tools, b.ToolChoice); err != nil {
 		return nil, err

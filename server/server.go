@@ -22,6 +22,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mlxgo/mlxgo/gen"
 	"github.com/mlxgo/mlxgo/tok"
 )
 
@@ -32,6 +33,10 @@ type Model struct {
 	ContextLength int // 0: unknown, unchecked
 	VocabSize     int
 	EOS           []int32
+	// Grammars compiles structured-output constraints for this model's
+	// vocabulary; nil: the model has no tokenizer.json (a GGUF), and
+	// response_format and forced tool calls are refused.
+	Grammars *gen.Grammars
 	// Fingerprint computes the artifact fingerprint; it is called once, in
 	// the background from Serve, because hashing the weights takes a while.
 	Fingerprint func() (string, error)

@@ -120,36 +120,46 @@ type toolRequest struct {
 	tools []any     // for the chat template, key order kept; nil: none
 	defs  []toolDef // for the parsers
 	none  bool      // tool_choice "none": the model is not shown tools and nothing is parsed
+	// force is tool_choice "required" or the name of the function it
+	// forces ("": the model chooses); params are each tool's parameters
+	// schema, for the grammar that forces the call (grammar.go).
+	force  string
+	params map[string]json.RawMessage
 }
 
-// decodeToolRequest validates tools and tool_choice. tool_choice "auto" (the
-// default) and "none" can be honoured; "required" and a named function would
-// need constrained decoding, which mlxgo does not have, so they are refused
-// by name rather than left to chance (mlx_lm.server ignores tool_choice).
+// decodeToolRequest validates tools and tool_choice: "auto" (the default),
+// "none", and "required" or a named function, which a grammar then forces
+// (mlx_lm.server ignores tool_choice).
 func decodeToolRequest(rawTools, rawChoice json.RawMessage) (toolRequest, error) {
 	var tr toolRequest
 	if !isNull(rawChoice) {
 		var choice string
 		if json.Unmarshal(rawChoice, &choice) != nil {
 			var named struct {
-				Type string `json:"type"`
+				Type     string `json:"type"`
+				Function struct {
+					Name string `json:"name"`
+				} `json:"function"`
 			}
-			if json.Unmarshal(rawChoice, &named) != nil {
-				return tr, invalidf("tool_choice", `tool_choice must be "none", "auto", "required" or an object naming a function`)
+			if json.Unmarshal(rawChoice, &named) != nil || named.Type != "function" || named.Function.Name == "" {
+				return tr, invalidf("tool_choice", `tool_choice must be "none", "auto", "required" or {"type": "function", "function": {"name": ...}}`)
 			}
-			return tr, unsupported("tool_choice", "forcing a named function needs constrained decoding; use \"auto\"")
+			tr.force = named.Function.Name
 		}
 		switch choice {
-		case "auto":
+		case "", "auto":
 		case "none":
 			tr.none = true
 		case "required":
-			return tr, unsupported("tool_choice", "\"required\" needs constrained decoding; use \"auto\"")
+			tr.force = "required"
 		default:
 			return tr, invalidf("tool_choice", `tool_choice must be "none", "auto", "required" or an object naming a function, not %q`, choice)
 		}
 	}
 	if isNull(rawTools) {
+		if tr.force != "" {
+			return tr, invalidf("tool_choice", "tool_choice forces a tool call, but the request has no tools")
+		}
 		return tr, nil
 	}
 	var raw []json.RawMessage
@@ -157,6 +167,9 @@ func decodeToolRequest(rawTools, rawChoice json.RawMessage) (toolRequest, error)
 		return tr, invalidf("tools", "tools must be an array of tool definitions")
 	}
 	if len(raw) == 0 {
+		if tr.force != "" {
+			return tr, invalidf("tool_choice", "tool_choice forces a tool call, but the request has no tools")
+		}
 		return tr, nil
 	}
 	tr.defs = make([]toolDef, len(raw))
@@ -174,6 +187,21 @@ func decodeToolRequest(rawTools, rawChoice json.RawMessage) (toolRequest, error)
 			return tr, invalidf(param+".function.name", "%s.function.name is required", param)
 		}
 		tr.tools[i] = json.RawMessage(bytes.TrimSpace(r))
+		var fn struct {
+			Function struct {
+				Parameters json.RawMessage `json:"parameters"`
+			} `json:"function"`
+		}
+		_ = json.Unmarshal(r, &fn) // r is an object: checked above
+		if tr.params == nil {
+			tr.params = map[string]json.RawMessage{}
+		}
+		tr.params[d.Function.Name] = fn.Function.Parameters
+	}
+	if tr.force != "" && tr.force != "required" {
+		if _, ok := tr.params[tr.force]; !ok {
+			return tr, invalidf("tool_choice", "tool_choice names function %q, which is not among the tools", tr.force)
+		}
 	}
 	if tr.none {
 		// The model is not told about tools it may not call.
