@@ -57,6 +57,9 @@ Flags:
 	                          mlx-lm's sampler after mx.random.seed(N)
 	--stop TEXT               stop before TEXT; repeatable; TEXT is never printed
 	--ignore-eos              keep going past end-of-sequence tokens
+	--json-schema FILE        constrain the output to JSON valid under the JSON Schema in FILE
+	--grammar FILE            constrain the output to the Lark grammar in FILE (llguidance's
+	                          dialect; %json{...} embeds a schema); needs the model's tokenizer.json
 ` + kvUsage + `	--prefill-step N          prompt tokens per prefill call (default 2048)
 	--verbose                 print the model and the figures to stderr:
 	                          prompt tokens and prefill tok/s, generated
@@ -106,6 +109,7 @@ type generateFlags struct {
 	seed                          optionalUint
 	stops                         stringList
 	ignoreEOS                     bool
+	jsonSchema, grammar           string // files
 	kv                            kvFlags
 	prefillStep                   int
 	verbose, jsonStats            bool
@@ -136,6 +140,8 @@ func (c *generateCommand) parse(args []string) (*generateFlags, error) {
 	fs.Var(&f.seed, "seed", "")
 	fs.Var(&f.stops, "stop", "")
 	fs.BoolVar(&f.ignoreEOS, "ignore-eos", false, "")
+	fs.StringVar(&f.jsonSchema, "json-schema", "", "")
+	fs.StringVar(&f.grammar, "grammar", "", "")
 	f.kv.register(fs.FlagSet)
 	fs.IntVar(&f.prefillStep, "prefill-step", gen.DefaultPrefillStepSize, "")
 	fs.BoolVar(&f.verbose, "verbose", false, "")
@@ -160,6 +166,10 @@ func (c *generateCommand) parse(args []string) (*generateFlags, error) {
 		return nil, usagef("--prefill-step and --repetition-context must be positive")
 	case f.raw && (f.system != "" || f.noThink || f.kwargs != ""):
 		return nil, usagef("--system, --no-think and --template-kwargs need the chat template; drop --raw")
+	case f.jsonSchema != "" && f.grammar != "":
+		return nil, usagef("--json-schema and --grammar cannot both constrain the output")
+	case (f.jsonSchema != "" || f.grammar != "") && f.ignoreEOS:
+		return nil, usagef("--ignore-eos cannot be used with --json-schema or --grammar (the grammar ends the output)")
 	case f.repPenalty < 0:
 		return nil, usagef("--repetition-penalty must not be negative")
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -25,6 +26,31 @@ type generateRun struct {
 	path        string
 	loadTime    time.Duration
 	weightBytes uint64
+}
+
+// grammar compiles --json-schema or --grammar (nil when neither is given)
+// against the model's tokenizer.json.
+func (r *generateRun) grammar(vocab int, eos []int32) (*gen.Grammar, error) {
+	file, kind := r.f.jsonSchema, mlx.GrammarJSONSchema
+	if r.f.grammar != "" {
+		file, kind = r.f.grammar, mlx.GrammarLark
+	}
+	if file == "" {
+		return nil, nil
+	}
+	src, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the grammar: %w", err)
+	}
+	js, err := os.ReadFile(filepath.Join(r.path, "tokenizer.json"))
+	if err != nil {
+		return nil, fmt.Errorf("cannot constrain the output: the model has no tokenizer.json (a GGUF file carries its vocabulary in its metadata, which the grammar engine does not read yet)")
+	}
+	gr, err := gen.NewGrammars(js, vocab, eos).Compile(kind, string(src))
+	if err != nil {
+		return nil, fmt.Errorf("cannot use %s: %w", file, err)
+	}
+	return gr, nil
 }
 
 func (r *generateRun) run(ctx context.Context, model models.Model, t *tok.Tokenizer, text string) error {
@@ -50,6 +76,9 @@ func (r *generateRun) run(ctx context.Context, model models.Model, t *tok.Tokeni
 	}
 	if !r.f.ignoreEOS {
 		o.EOS = info.EOSIDs(t.EOSIDs()...)
+	}
+	if o.Grammar, err = r.grammar(info.VocabSize, o.EOS); err != nil {
+		return err
 	}
 	if r.f.verbose {
 		fmt.Fprintf(r.m.Stderr, "model:       %s (%s, %s, %s), loaded in %.2f s\n", r.path, info.ModelType, info.Dtype, info.Quantization, r.loadTime.Seconds())

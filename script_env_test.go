@@ -13,6 +13,14 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
+// oracleDir is where make oracle writes ($MLXGO_ORACLE_DIR, else .cache/oracle).
+func oracleDir() string {
+	if d := os.Getenv("MLXGO_ORACLE_DIR"); d != "" {
+		return d
+	}
+	return filepath.Join(testenv.RepoRoot(), ".cache", "oracle")
+}
+
 func scriptParams(t *testing.T) testscript.Params {
 	return testscript.Params{
 		Dir: "testdata/script",
@@ -30,6 +38,7 @@ func scriptParams(t *testing.T) testscript.Params {
 				}
 			}
 			e.Setenv("DATA", testenv.DataDir())
+			e.Setenv("ORACLE", oracleDir())
 			// The tarball `make native` built, for scripts that download it.
 			if v, ok := native.LookupVariant("linux-amd64-cpu"); ok {
 				e.Setenv("PACKTAR", filepath.Join(testenv.RepoRoot(), ".cache", "native", v.TarballName(native.PackVersion)))
@@ -61,6 +70,9 @@ func scriptParams(t *testing.T) testscript.Params {
 				return native.DetectGPU().HasNVIDIA(), nil
 			case "data":
 				_, err := os.Stat(filepath.Join(testenv.DataDir(), "tokenizers", "qwen3", "tokenizer.json"))
+				return err == nil || testenv.Strict(), nil
+			case "oracle": // make oracle has run (its SmolLM2 conversion has a tokenizer.json)
+				_, err := os.Stat(filepath.Join(oracleDir(), "models", "smollm2-q4_1", "tokenizer.json"))
 				return err == nil || testenv.Strict(), nil
 			}
 			return false, fmt.Errorf("unknown condition %q", cond)
