@@ -91,7 +91,18 @@ func ParseConfig(data []byte) (*Config, error) {
 		TextConfig json.RawMessage `json:"text_config"`
 	}
 	if json.Unmarshal(data, &wrapper) == nil && len(wrapper.TextConfig) > 0 && !bytes.Equal(wrapper.TextConfig, []byte("null")) {
-		if err := json.Unmarshal(wrapper.TextConfig, &c); err != nil {
+		text := []byte(wrapper.TextConfig)
+		var head struct {
+			ModelType string `json:"model_type"`
+		}
+		_ = json.Unmarshal(data, &head)
+		if f, ok := textConfigs[head.ModelType]; ok {
+			var err error
+			if text, err = f(data); err != nil {
+				return nil, fmt.Errorf("invalid config.json: %w", err)
+			}
+		}
+		if err := json.Unmarshal(text, &c); err != nil {
 			return nil, fmt.Errorf("cannot parse config.json's text_config: %w", err)
 		}
 		c.Quantization = nil

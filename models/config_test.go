@@ -94,6 +94,16 @@ func TestParseConfigTextConfig(t *testing.T) {
 		c.Quantization == nil || c.Quantization.GroupSize != 64 || len(c.EOSTokenID) != 1 || c.EOSTokenID[0] != 2 {
 		t.Fatalf("parsed %+v", c)
 	}
+	// gemma3.py's defaults: the top level's vocab_size (262208 when absent),
+	// 8 attention heads, 4 KV heads.
+	c, err = ParseConfig([]byte(`{"model_type":"gemma3","text_config":{"model_type":"gemma3_text","hidden_size":64,
+"num_hidden_layers":2,"intermediate_size":128,"vocab_size":7}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.VocabSize != 262208 || c.NumAttentionHeads != 8 || c.kvHeads() != 4 {
+		t.Fatalf("gemma3 header %+v", c)
+	}
 	if _, err := ParseConfig([]byte(`{"model_type":"mistral3","text_config":{"hidden_size":"x"}}`)); err == nil {
 		t.Fatal("accepted a text_config of the wrong type")
 	}
@@ -124,7 +134,7 @@ func TestLoadErrors(t *testing.T) {
 		{"missing path", filepath.Join(dir, "nope"), "cannot open model", nil},
 		{"no config", write("empty", ""), "cannot read model config", nil},
 		{"unknown architecture", write("mamba", `{"model_type":"mamba","hidden_size":8,"num_hidden_layers":1,"intermediate_size":8,"num_attention_heads":1,"vocab_size":8}`),
-			"supported model types are gemma3_text, llama, ministral3, mistral3, phi3, qwen2, qwen3, qwen3_moe", ErrUnsupportedModel},
+			"supported model types are gemma3, gemma3_text, llama, ministral3, mistral3, phi3, qwen2, qwen3, qwen3_moe", ErrUnsupportedModel},
 		{"no weights", write("noweights", tinyLlama+`}`), "cannot open model weights", nil},
 		{"not a model file", other, "want a model directory", nil},
 		{"truncated gguf", badGGUF, "cannot open GGUF model", nil},
@@ -152,6 +162,8 @@ func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte(`{"model_type":"gemma3_text","quantization":[]}`))
 	f.Add([]byte(`{"model_type":"mistral3","text_config":` + tinyLlama + `},"quantization":{"group_size":64,"bits":4}}`))
 	f.Add([]byte(`{"model_type":"mistral3","text_config":null}`))
+	f.Add([]byte(`{"model_type":"gemma3","vocab_size":512,"text_config":{"hidden_size":64,"num_hidden_layers":2,"intermediate_size":8}}`))
+	f.Add([]byte(`{"model_type":"gemma3","text_config":{"num_attention_heads":null}}`))
 	f.Add([]byte(`{"model_type":"mistral3","text_config":[1],"hidden_size":8}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := ParseConfig(data)

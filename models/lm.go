@@ -26,9 +26,18 @@ var architectures = map[string]nn.Builder{
 	"mistral3":    mistral3.New,
 	"qwen2":       qwen2.New,
 	"qwen3":       qwen3.New,
+	"gemma3":      gemma3.NewVLM,
 	"gemma3_text": gemma3.New,
 	"phi3":        phi3.New,
 	"qwen3_moe":   qwen3_moe.New,
+}
+
+// textConfigs maps the model_type of a multimodal wrapper to its language
+// model's config.json (text_config as the wrapper's ModelArgs completes
+// it), which ParseConfig reads the sizes from.
+var textConfigs = map[string]func(config []byte) ([]byte, error){
+	"gemma3":   gemma3.TextConfig,
+	"mistral3": mistral3.TextConfig,
 }
 
 // Supported lists the model types Load accepts.

@@ -61,8 +61,11 @@ func TestForwardRowsMatchesForward(t *testing.T) {
 		{"ministral3-f32", kv.Options{}, []int{5, 17, 30}},
 		{"ministral3-q4g32", kv.Options{}, []int{20, 3, 12}},
 		{"mistral3-bf16", kv.Options{}, []int{4, 18, 25}},
+		{"mistral3_llama-q4g64", kv.Options{}, []int{7, 3}},
 		{"phi3-bf16", kv.Options{}, []int{4, 12, 20}},
 		{"phi3-q4g64", kv.Options{MaxKVSize: 16}, []int{5, 14, 30}},
+		{"gemma3-bf16", kv.Options{}, []int{5, 14, 30}},
+		{"gemma3-q4g32", kv.Options{}, []int{20, 3, 17}},
 		// The default model's shapes (576 hidden, 49152 vocab, Q4_1 as
 		// affine group 32), converted from its GGUF by the oracle.
 		{"smollm2-q4_1", kv.Options{}, []int{3, 24, 9}},

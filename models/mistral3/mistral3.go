@@ -15,9 +15,9 @@ import (
 	"github.com/mlxgo/mlxgo/models/nn"
 )
 
-// New builds the language model from config.json's text_config and the
-// weights.
-func New(config []byte, w *nn.Weights) (nn.Decoder, error) {
+// TextConfig is the language model's config.json: text_config as
+// ModelArgs.__post_init__ completes it (untied unless it says so).
+func TextConfig(config []byte) ([]byte, error) {
 	var c struct {
 		TextConfig map[string]any `json:"text_config"`
 	}
@@ -27,16 +27,27 @@ func New(config []byte, w *nn.Weights) (nn.Decoder, error) {
 	if c.TextConfig == nil {
 		return nil, fmt.Errorf("mistral3 needs a text_config")
 	}
-	// ModelArgs.__post_init__: the text model is untied unless it says so.
 	if _, ok := c.TextConfig["tie_word_embeddings"]; !ok {
 		c.TextConfig["tie_word_embeddings"] = false
 	}
-	text, err := json.Marshal(c.TextConfig)
+	return json.Marshal(c.TextConfig)
+}
+
+// New builds the language model from config.json's text_config and the
+// weights.
+func New(config []byte, w *nn.Weights) (nn.Decoder, error) {
+	text, err := TextConfig(config)
 	if err != nil {
 		return nil, err
 	}
+	var head struct {
+		ModelType string `json:"model_type"`
+	}
+	if err := json.Unmarshal(text, &head); err != nil {
+		return nil, err
+	}
 	sanitize(w)
-	switch t, _ := c.TextConfig["model_type"].(string); t {
+	switch head.ModelType {
 	case "ministral3":
 		return ministral3.New(text, w)
 	case "mistral4":

@@ -77,8 +77,7 @@ func Safetensors(set *safetensors.Set) map[string]Tensor {
 	return src
 }
 
-// Rename re-keys every tensor by name(old), before any is taken or dropped
-// (BERT's "bert." prefix, say), and the quantization's per-module entries
+// Rename re-keys every tensor by name(old), before any is taken (BERT's "bert." prefix, say), and the quantization's per-module entries
 // by the same function: name edits prefixes, so it maps module paths as it
 // maps the tensor names under them.
 func (ws *Weights) Rename(name func(string) string) {
@@ -86,7 +85,11 @@ func (ws *Weights) Rename(name func(string) string) {
 	for k, t := range ws.src {
 		src[name(k)] = t
 	}
-	ws.src = src
+	dropped := make(map[string]bool, len(ws.dropped))
+	for k := range ws.dropped {
+		dropped[name(k)] = true
+	}
+	ws.src, ws.dropped = src, dropped
 	if ws.quant != nil && len(ws.quant.Modules) > 0 {
 		q := *ws.quant
 		q.Modules = make(map[string]*mlx.Quant, len(ws.quant.Modules))

@@ -288,6 +288,7 @@ def suite_cases(models: Path) -> dict:
         # across chunks (position 16 is where the scale first grows)
         "ministral3-bf16-prefill8": dict(model="ministral3-bf16", prefill_step_size=8),
         "phi3-f32-maxkv16": dict(model="phi3-f32", max_kv_size=16),
+        "gemma3-bf16-prefill16": dict(model="gemma3-bf16", prompt_len=40, prefill_step_size=16),
         # --kv-bits: the default start (5000) is never reached by a short
         # prompt; start 0 switches right after the first prefill call, start
         # 40 switches during decode.

@@ -149,6 +149,32 @@ ARCHS = {
     ),
 }
 
+# gemma3: the multimodal wrapper around gemma3_text; text_config has no
+# vocab_size (the top level's wins) and no head counts (gemma3.py's defaults,
+# 8 and 4); the f32 file also carries vision tower and projector tensors that
+# sanitize drops; tied like a real checkpoint (no lm_head)
+ARCHS["gemma3"] = dict(
+    model_type="gemma3",
+    vocab_size=512,
+    text_config={k: v for k, v in ARCHS["gemma3_text"].items()
+                 if k not in ("vocab_size", "num_attention_heads", "num_key_value_heads")},
+    vision_config=dict(model_type="siglip_vision_model", hidden_size=16),
+)
+
+# mistral3 around a llama-like text model (Mistral Small 3.1's "mistral"):
+# mistral3.py builds llama.Model for any text model_type but ministral3 and
+# mistral4
+ARCHS["mistral3_llama"] = dict(
+    model_type="mistral3",
+    text_config=dict(_BASE, model_type="mistral", head_dim=64, rope_theta=1000000000.0),
+)
+
+# An architecture's seed is SEED + its index here: the first six in sorted
+# order (how the seeds were first given), every later one appended.
+SEED_ORDER = ["gemma3_text", "llama", "llama_rope3", "llama_tied", "qwen2", "qwen3",
+              "qwen3_moe", "ministral3", "mistral3", "phi3", "gemma3", "mistral3_llama"]
+assert sorted(SEED_ORDER) == sorted(ARCHS)
+
 # Variants derived from <arch>-f32: (suffix, dtype, quantization or None).
 # q4 group sizes alternate so that both 32 and 64 appear.
 VARIANTS = {
@@ -163,6 +189,8 @@ VARIANTS = {
     "ministral3": [("bf16", "bfloat16", None), ("q4g32", "bfloat16", (32, 4))],
     "mistral3": [("bf16", "bfloat16", None), ("q4g64", "bfloat16", (64, 4))],
     "phi3": [("bf16", "bfloat16", None), ("q4g64", "bfloat16", (64, 4))],
+    "gemma3": [("bf16", "bfloat16", None), ("q4g32", "bfloat16", (32, 4))],
+    "mistral3_llama": [("q4g64", "bfloat16", (64, 4))],
 }
 
 # Llama-3.2-1B's shape (benchmarks only; ~2.5 GB in bf16).
@@ -212,9 +240,11 @@ def build_f32(name: str, config: dict, out: Path, seed: int) -> None:
         # Real Gemma 3 checkpoints carry no lm_head: mlx-lm ties it on load
         # when lm_head.weight is absent (Model.sanitize).
         model.pop("lm_head")
+    if config["model_type"] == "gemma3":
+        model.language_model.pop("lm_head")
     mx.eval(model.parameters())
     save(model, dict(config, torch_dtype="float32"), out)
-    if config["model_type"] == "mistral3":
+    if config["model_type"] in ("mistral3", "gemma3"):
         add_vision_tensors(out)
 
 
@@ -317,7 +347,7 @@ def main() -> int:
             src = args.out / f"{name}-f32"
             # Each architecture gets its own seed so that adding one never
             # changes the weights of another.
-            build_f32(name, ARCHS[name], src, args.seed + sorted(ARCHS).index(name))
+            build_f32(name, ARCHS[name], src, args.seed + SEED_ORDER.index(name))
             built.append(src.name)
             for suffix, dtype, quant in VARIANTS[name]:
                 out = args.out / f"{name}-{suffix}"
