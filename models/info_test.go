@@ -118,9 +118,9 @@ func TestStrictWeights(t *testing.T) {
 				i, j := strings.Index(c, `"quantization"`), strings.Index(c, `"rms_norm_eps"`)
 				return c[:i] + c[j:]
 			}},
-		{name: "unknown rope type", src: "qwen2-f32", want: `rope_scaling type "yarn"`,
+		{name: "unknown rope type", src: "qwen2-f32", want: `rope_scaling type "dynamic"`,
 			edit: func(c string) string {
-				return strings.Replace(c, `"rope_theta"`, `"rope_scaling": {"type": "yarn", "factor": 2.0}, "rope_theta"`, 1)
+				return strings.Replace(c, `"rope_theta"`, `"rope_scaling": {"type": "dynamic", "factor": 2.0}, "rope_theta"`, 1)
 			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
