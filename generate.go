@@ -59,7 +59,7 @@ Flags:
 	--ignore-eos              keep going past end-of-sequence tokens
 	--json-schema FILE        constrain the output to JSON valid under the JSON Schema in FILE
 	--grammar FILE            constrain the output to the Lark grammar in FILE (llguidance's
-	                          dialect; %json{...} embeds a schema); needs the model's tokenizer.json
+	                          dialect; %json{...} embeds a schema)
 ` + kvUsage + `	--prefill-step N          prompt tokens per prefill call (default 2048)
 	--verbose                 print the model and the figures to stderr:
 	                          prompt tokens and prefill tok/s, generated

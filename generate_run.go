@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -29,8 +28,8 @@ type generateRun struct {
 }
 
 // grammar compiles --json-schema or --grammar (nil when neither is given)
-// against the model's tokenizer.json.
-func (r *generateRun) grammar(vocab int, eos []int32) (*gen.Grammar, error) {
+// against the model's vocabulary.
+func (r *generateRun) grammar(t *tok.Tokenizer, vocab int, eos []int32) (*gen.Grammar, error) {
 	file, kind := r.f.jsonSchema, mlx.GrammarJSONSchema
 	if r.f.grammar != "" {
 		file, kind = r.f.grammar, mlx.GrammarLark
@@ -42,11 +41,7 @@ func (r *generateRun) grammar(vocab int, eos []int32) (*gen.Grammar, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the grammar: %w", err)
 	}
-	js, err := os.ReadFile(filepath.Join(r.path, "tokenizer.json"))
-	if err != nil {
-		return nil, fmt.Errorf("cannot constrain the output: the model has no tokenizer.json (a GGUF file carries its vocabulary in its metadata, which the grammar engine does not read yet)")
-	}
-	gr, err := gen.NewGrammars(js, vocab, eos).Compile(kind, string(src))
+	gr, err := gen.NewGrammars(t, vocab, eos).Compile(kind, string(src))
 	if err != nil {
 		return nil, fmt.Errorf("cannot use %s: %w", file, err)
 	}
@@ -77,7 +72,7 @@ func (r *generateRun) run(ctx context.Context, model models.Model, t *tok.Tokeni
 	if !r.f.ignoreEOS {
 		o.EOS = info.EOSIDs(t.EOSIDs()...)
 	}
-	if o.Grammar, err = r.grammar(info.VocabSize, o.EOS); err != nil {
+	if o.Grammar, err = r.grammar(t, info.VocabSize, o.EOS); err != nil {
 		return err
 	}
 	if r.f.verbose {

@@ -216,7 +216,7 @@ func (c *serveCommand) Run(ctx context.Context, args []string) error {
 	defer mlx.Do(model.Close)
 	id := servedModelID(f.model, path)
 	sm := server.NewMLXModel(model, t, id, "mlxgo "+Version, f.cacheBytes)
-	sm.Grammars = grammarsFor(path, sm.VocabSize, sm.EOS)
+	sm.Grammars = gen.NewGrammars(t, sm.VocabSize, sm.EOS)
 	if sm, err = c.withKV(f, path, sm); err != nil {
 		return err
 	}
@@ -229,17 +229,6 @@ func (c *serveCommand) Run(ctx context.Context, args []string) error {
 		id += " and " + emb.ID
 	}
 	return c.listen(ctx, f, sm, emb, id, genCfg)
-}
-
-// grammarsFor is the structured-output compiler of the model at path, from
-// its tokenizer.json; nil for a model without one (a GGUF file), whose
-// constrained requests are then refused.
-func grammarsFor(path string, vocab int, eos []int32) *gen.Grammars {
-	js, err := os.ReadFile(filepath.Join(path, "tokenizer.json"))
-	if err != nil || vocab <= 0 || len(eos) == 0 {
-		return nil
-	}
-	return gen.NewGrammars(js, vocab, eos)
 }
 
 // listen serves model (and emb when not nil) with the flags' limits.

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/mlxgo/mlxgo/mlx"
+	"github.com/mlxgo/mlxgo/tok"
 )
 
 // Structured output: a grammar (a JSON schema, a regex, a Lark grammar) is a
@@ -17,23 +18,42 @@ import (
 // this file turns its token masks into a processor.
 
 // Grammars compiles constraints against one model's vocabulary. The engine's
-// view of the vocabulary is built on first use (about 2 s for Qwen3's 151k
-// tokens), then shared by every grammar of that model.
+// view of the vocabulary — each token's bytes, from the tokenizer — is built
+// on first use (under a second for Qwen3's 151k tokens), then shared by every
+// grammar of that model.
 type Grammars struct {
-	tokenizerJSON []byte
-	vocab         int
-	eos           []int32
+	t     *tok.Tokenizer
+	vocab int
+	eos   []int32
 
 	once sync.Once
 	tok  *mlx.GrammarTokenizer
 	err  error
 }
 
-// NewGrammars is the constraint compiler for a model whose tokenizer is
-// tokenizerJSON (tokenizer.json's bytes), whose logits are vocab wide, and
-// whose generation ends at eos.
-func NewGrammars(tokenizerJSON []byte, vocab int, eos []int32) *Grammars {
-	return &Grammars{tokenizerJSON: tokenizerJSON, vocab: vocab, eos: append([]int32(nil), eos...)}
+// NewGrammars is the constraint compiler for a model with tokenizer t, whose
+// logits are vocab wide (ids past the tokenizer's are never allowed), and
+// whose generation ends at eos. Any tokenizer mlxgo loads will do (a GGUF's
+// too): the engine gets tok's TokenBytes.
+func NewGrammars(t *tok.Tokenizer, vocab int, eos []int32) *Grammars {
+	return &Grammars{t: t, vocab: vocab, eos: append([]int32(nil), eos...)}
+}
+
+// vocabBytes is each id's bytes as the engine reads them: a special token
+// marked by a leading 0xFF.
+func vocabBytes(t *tok.Tokenizer, vocab int) [][]byte {
+	out := make([][]byte, vocab)
+	for id := range out {
+		b, special, ok := t.TokenBytes(int32(id))
+		switch {
+		case !ok:
+		case special:
+			out[id] = append([]byte{0xFF}, b...)
+		default:
+			out[id] = b
+		}
+	}
+	return out
 }
 
 // ErrGrammar marks a grammar the engine rejects (the caller's error, a 400).
@@ -58,7 +78,7 @@ func (g *Grammars) Compile(kind, src string) (*Grammar, error) {
 			g.err = errors.New("cannot constrain generation: the model has no end-of-sequence token")
 			return
 		}
-		g.tok, g.err = mlx.NewGrammarTokenizer(g.tokenizerJSON, g.vocab, g.eos)
+		g.tok, g.err = mlx.NewGrammarTokenizerFromVocab(vocabBytes(g.t, g.vocab), g.eos)
 	})
 	if g.err != nil {
 		return nil, g.err

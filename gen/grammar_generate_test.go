@@ -2,8 +2,6 @@ package gen
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/mlxgo/mlxgo/internal/mlxtest"
@@ -20,10 +18,6 @@ import (
 func TestGenerateWithGrammar(t *testing.T) {
 	dir := oracleModelDir(t, "smollm2-q4_1")
 	mlxtest.Need(t)
-	js, err := os.ReadFile(filepath.Join(dir, "tokenizer.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	tk, err := tok.Load(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -40,7 +34,7 @@ func TestGenerateWithGrammar(t *testing.T) {
 		defer m.Close()
 		info := m.Info()
 		eos := info.EOSIDs(tk.EOSIDs()...)
-		g := NewGrammars(js, info.VocabSize, eos)
+		g := NewGrammars(tk, info.VocabSize, eos)
 		gr, err := g.Compile(mlx.GrammarJSONSchema, schema)
 		if err != nil {
 			return err

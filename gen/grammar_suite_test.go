@@ -45,17 +45,13 @@ func TestGrammarJSONSchemaSuite(t *testing.T) {
 	dir := testenv.DataFile(t, "json-schema-test-suite/tests/draft4")
 	tkPath := testenv.DataFile(t, "tokenizers/qwen3/tokenizer.json")
 	py := testenv.Python(t)
-	js, err := os.ReadFile(tkPath)
-	if err != nil {
-		t.Fatal(err)
-	}
 	tk, err := tok.Load(tkPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	const vocab = 151936
 	end, _ := tk.TokenToID("<|im_end|>")
-	g := NewGrammars(js, vocab, []int32{end})
+	g := NewGrammars(tk, vocab, []int32{end})
 	text := make([]string, tk.VocabSize())
 	for id := range text {
 		text[id] = tk.Decode([]int32{int32(id)}, false)

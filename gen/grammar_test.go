@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"testing"
 
 	"github.com/mlxgo/mlxgo/internal/mlxtest"
@@ -21,17 +20,13 @@ import (
 func TestGrammarProcessorGreedy(t *testing.T) {
 	mlxtest.Need(t)
 	path := testenv.DataFile(t, "tokenizers/qwen3/tokenizer.json")
-	js, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	tk, err := tok.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	const vocab = 151936
 	end, _ := tk.TokenToID("<|im_end|>")
-	g := NewGrammars(js, vocab, []int32{end})
+	g := NewGrammars(tk, vocab, []int32{end})
 	schema := `{"type":"object","properties":{"ok":{"type":"boolean"},"n":{"type":"integer","minimum":0,"maximum":99}},"required":["ok","n"],"additionalProperties":false}`
 	gr, err := g.Compile(mlx.GrammarJSONSchema, schema)
 	if err != nil {

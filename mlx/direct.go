@@ -48,6 +48,11 @@ func bindDirect(ptr any, addr uintptr) bool {
 			r, _, _ := purego.SyscallN(addr, uintptr(unsafe.Pointer(a0)), uintptr(a1), uintptr(a2), uintptr(a3), uintptr(unsafe.Pointer(a4)))
 			return int32(r)
 		}
+	case *func(*uint32, *byte, int32, *int32, int32, *uintptr) int32:
+		*p = func(a0 *uint32, a1 *byte, a2 int32, a3 *int32, a4 int32, a5 *uintptr) int32 {
+			r, _, _ := purego.SyscallN(addr, uintptr(unsafe.Pointer(a0)), uintptr(unsafe.Pointer(a1)), uintptr(a2), uintptr(unsafe.Pointer(a3)), uintptr(a4), uintptr(unsafe.Pointer(a5)))
+			return int32(r)
+		}
 	case *func(*uintptr, int32, int32, *uintptr) int32:
 		*p = func(a0 *uintptr, a1 int32, a2 int32, a3 *uintptr) int32 {
 			r, _, _ := purego.SyscallN(addr, uintptr(unsafe.Pointer(a0)), uintptr(a1), uintptr(a2), uintptr(unsafe.Pointer(a3)))

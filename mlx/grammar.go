@@ -65,6 +65,38 @@ func NewGrammarTokenizer(tokenizerJSON []byte, vocab int, eos []int32) (*Grammar
 	return &GrammarTokenizer{h: h, vocab: vocab}, nil
 }
 
+// NewGrammarTokenizerFromVocab builds the engine's vocabulary from each
+// token's bytes (tokens[i] for id i; a special token is 0xFF followed by its
+// name): the way for a tokenizer without a tokenizer.json (a GGUF's), and
+// mlxgo's one way for all (tok.Tokenizer.TokenBytes).
+func NewGrammarTokenizerFromVocab(tokens [][]byte, eos []int32) (*GrammarTokenizer, error) {
+	const op = "grammar_tokenizer"
+	if !loaded.Load() {
+		return nil, ErrNotLoaded
+	}
+	if len(eos) == 0 || len(tokens) == 0 {
+		return nil, argError(op, "no end-of-sequence token or an empty vocabulary")
+	}
+	lens := make([]uint32, len(tokens))
+	var flat []byte
+	for i, b := range tokens {
+		lens[i] = uint32(len(b))
+		flat = append(flat, b...)
+	}
+	var p *byte
+	if len(flat) > 0 {
+		p = &flat[0]
+	}
+	var h uintptr
+	err := grammarCall(op, func() int32 {
+		return fn.grammarTokenizerVocab(&lens[0], p, int32(len(tokens)), &eos[0], int32(len(eos)), &h)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &GrammarTokenizer{h: h, vocab: len(tokens)}, nil
+}
+
 // Close frees the tokenizer; its matchers must be closed first.
 func (t *GrammarTokenizer) Close() {
 	if t != nil && t.h != 0 {

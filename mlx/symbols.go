@@ -15,31 +15,32 @@ var fn struct {
 	lastError func() string
 	version   func() string
 
-	grammarVersion       func() string
-	grammarTokenizerNew  func(tokenizerJSON string, vocab int32, eos *int32, nEOS int32, out *uintptr) int32
-	grammarTokenizerFree func(t uintptr) int32
-	grammarValidate      func(t uintptr, kind string, grammar string, warning *int32) int32
-	matcherNew           func(t uintptr, kind string, grammar string, out *uintptr) int32
-	matcherFree          func(m uintptr) int32
-	matcherClone         func(m uintptr, out *uintptr) int32
-	matcherMaskWords     func(m uintptr, words *uintptr) int32
-	matcherMask          func(m uintptr, dst *uint32, words uintptr) int32
-	matcherConsume       func(m uintptr, token int32) int32
-	matcherRollback      func(m uintptr, n int32) int32
-	matcherState         func(m uintptr, accepting *int32, stopped *int32) int32
-	liveArrays           func() int64
-	bindThread           func() int32
-	threadBound          func() int32
-	arrayFree            func(a uintptr) int32
-	arrayClone           func(a uintptr, out *uintptr) int32
-	fromData             func(data unsafe.Pointer, nbytes uintptr, shape *int32, ndim int32, dtype int32, out *uintptr) int32
-	loadBytes            func(data unsafe.Pointer, nbytes uintptr, shape *int32, ndim int32, dtype int32, out *uintptr) int32
-	fromFloat            func(v *float32, dtype int32, out *uintptr) int32
-	fromInt              func(v int64, dtype int32, out *uintptr) int32
-	arrayInfo            func(a uintptr, dtype *int32, ndim *int32, shape *int32, cap int32) int32
-	arrayToHost          func(a uintptr, dst unsafe.Pointer, nbytes uintptr) int32
-	eval                 func(arrs *uintptr, n int32) int32
-	asyncEval            func(arrs *uintptr, n int32) int32
+	grammarVersion        func() string
+	grammarTokenizerNew   func(tokenizerJSON string, vocab int32, eos *int32, nEOS int32, out *uintptr) int32
+	grammarTokenizerVocab func(lens *uint32, bytes *byte, vocab int32, eos *int32, nEOS int32, out *uintptr) int32
+	grammarTokenizerFree  func(t uintptr) int32
+	grammarValidate       func(t uintptr, kind string, grammar string, warning *int32) int32
+	matcherNew            func(t uintptr, kind string, grammar string, out *uintptr) int32
+	matcherFree           func(m uintptr) int32
+	matcherClone          func(m uintptr, out *uintptr) int32
+	matcherMaskWords      func(m uintptr, words *uintptr) int32
+	matcherMask           func(m uintptr, dst *uint32, words uintptr) int32
+	matcherConsume        func(m uintptr, token int32) int32
+	matcherRollback       func(m uintptr, n int32) int32
+	matcherState          func(m uintptr, accepting *int32, stopped *int32) int32
+	liveArrays            func() int64
+	bindThread            func() int32
+	threadBound           func() int32
+	arrayFree             func(a uintptr) int32
+	arrayClone            func(a uintptr, out *uintptr) int32
+	fromData              func(data unsafe.Pointer, nbytes uintptr, shape *int32, ndim int32, dtype int32, out *uintptr) int32
+	loadBytes             func(data unsafe.Pointer, nbytes uintptr, shape *int32, ndim int32, dtype int32, out *uintptr) int32
+	fromFloat             func(v *float32, dtype int32, out *uintptr) int32
+	fromInt               func(v int64, dtype int32, out *uintptr) int32
+	arrayInfo             func(a uintptr, dtype *int32, ndim *int32, shape *int32, cap int32) int32
+	arrayToHost           func(a uintptr, dst unsafe.Pointer, nbytes uintptr) int32
+	eval                  func(arrs *uintptr, n int32) int32
+	asyncEval             func(arrs *uintptr, n int32) int32
 
 	astype      func(a uintptr, dtype int32, out *uintptr) int32
 	view        func(a uintptr, dtype int32, out *uintptr) int32
@@ -169,6 +170,7 @@ func symbols() []symbol {
 		{"mlxgo_version", &fn.version},
 		{"mlxgo_grammar_version", &fn.grammarVersion},
 		{"mlxgo_grammar_tokenizer_new", &fn.grammarTokenizerNew},
+		{"mlxgo_grammar_tokenizer_from_vocab", &fn.grammarTokenizerVocab},
 		{"mlxgo_grammar_tokenizer_free", &fn.grammarTokenizerFree},
 		{"mlxgo_grammar_validate", &fn.grammarValidate},
 		{"mlxgo_matcher_new", &fn.matcherNew},

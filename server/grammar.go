@@ -136,7 +136,7 @@ var jsonLayoutOptions = map[string]any{"whitespace_flexible": false, "item_separ
 // constrain resolves the request's constraint — a forced tool call, else
 // response_format — compiles it against the model's vocabulary and sets
 // o.Grammar. A schema or grammar the engine cannot enforce is a 400 with its
-// reason; a model without tokenizer.json cannot be constrained at all.
+// reason.
 func (s *Server) constrain(p *params, tools *toolFormat, o *gen.Options) (*constraint, error) {
 	var c *constraint
 	param := "response_format"
@@ -160,7 +160,7 @@ func (s *Server) constrain(p *params, tools *toolFormat, o *gen.Options) (*const
 		return nil, nil
 	}
 	if s.cfg.Model.Grammars == nil {
-		return nil, unsupported(param, "structured output needs the model's tokenizer.json, which this model (a GGUF file?) does not have")
+		return nil, unsupported(param, "structured output is not available for this model")
 	}
 	gr, err := s.cfg.Model.Grammars.Compile(c.kind, c.source)
 	if err != nil {

@@ -2,7 +2,6 @@ package server
 
 import (
 	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 
@@ -20,17 +19,13 @@ import (
 func TestToolCallGrammar(t *testing.T) {
 	mlxtest.Need(t)
 	path := testenv.DataFile(t, "tokenizers/qwen3/tokenizer.json")
-	js, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	tk, err := tok.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	end, _ := tk.TokenToID("<|im_end|>")
 	const vocab = 151936
-	grammars := gen.NewGrammars(js, vocab, []int32{end})
+	grammars := gen.NewGrammars(tk, vocab, []int32{end})
 	params := map[string]json.RawMessage{
 		"get_weather": json.RawMessage(`{"type":"object","properties":{"city":{"type":"string","maxLength":12},"days":{"type":"integer","minimum":1,"maximum":7}},"required":["city","days"],"additionalProperties":false}`),
 		"get_time":    json.RawMessage(`{"type":"object","properties":{"tz":{"enum":["UTC","CET"]}},"required":["tz"]}`),

@@ -35,17 +35,13 @@ func TestStructuredOutputOpenAI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	js, err := os.ReadFile(filepath.Join(dir, "tokenizer.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var m models.Model
 	if err := mlx.Do(func() (err error) { m, err = models.Load(dir, models.LoadOptions{}); return err }); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { mlx.Do(m.Close) })
 	sm := NewMLXModel(m, tk, "smollm2", "test", 0)
-	sm.Grammars = gen.NewGrammars(js, sm.VocabSize, sm.EOS)
+	sm.Grammars = gen.NewGrammars(tk, sm.VocabSize, sm.EOS)
 	url, _ := startServer(t, Config{Model: sm, MaxTokens: 64})
 	cmd := exec.Command(py, filepath.Join(testenv.RepoRoot(), "server", "testdata", "openai_structured.py"), url+"/v1")
 	out, err := cmd.CombinedOutput()

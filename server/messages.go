@@ -137,8 +137,14 @@ func messagesTools(tools []messagesTool, choice *messagesChoice) (json.RawMessag
 			rawChoice = json.RawMessage(`"auto"`)
 		case "none":
 			rawChoice = json.RawMessage(`"none"`)
-		case "any", "tool":
-			return nil, nil, unsupported("tool_choice", fmt.Sprintf("tool_choice %q needs constrained decoding; use \"auto\"", choice.Type))
+		case "any":
+			rawChoice = json.RawMessage(`"required"`) // a grammar forces a call (grammar.go)
+		case "tool":
+			if choice.Name == "" {
+				return nil, nil, invalidf("tool_choice.name", "tool_choice of type tool needs the tool's name")
+			}
+			named, _ := json.Marshal(map[string]any{"type": "function", "function": map[string]string{"name": choice.Name}})
+			rawChoice = named
 		default:
 			return nil, nil, invalidf("tool_choice.type", "tool_choice.type must be auto, any, tool or none, not %q", choice.Type)
 		}

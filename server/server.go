@@ -34,8 +34,7 @@ type Model struct {
 	VocabSize     int
 	EOS           []int32
 	// Grammars compiles structured-output constraints for this model's
-	// vocabulary; nil: the model has no tokenizer.json (a GGUF), and
-	// response_format and forced tool calls are refused.
+	// vocabulary; nil: response_format and forced tool calls are refused.
 	Grammars *gen.Grammars
 	// Fingerprint computes the artifact fingerprint; it is called once, in
 	// the background from Serve, because hashing the weights takes a while.

@@ -85,6 +85,33 @@ int mlxgo_grammar_tokenizer_new(const char* tokenizer_json, int vocab_size, cons
   MLXGO_END
 }
 
+int mlxgo_grammar_tokenizer_from_vocab(const uint32_t* lens, const uint8_t* bytes, int vocab_size, const int* eos,
+                                       int n_eos, mlxgo_grammar_tokenizer* out) {
+  MLXGO_ANY_THREAD_BEGIN
+  if (lens == nullptr || out == nullptr) throw shim::ArgError("null token lengths or out pointer");
+  if (vocab_size < 1) throw shim::ArgError("empty vocabulary");
+  if (n_eos < 1 || eos == nullptr) throw shim::ArgError("a grammar tokenizer needs at least one end token");
+  size_t total = 0;
+  for (int i = 0; i < vocab_size; i++) total += lens[i];
+  if (total > 0 && bytes == nullptr) throw shim::ArgError("null token bytes");
+  std::vector<LlgToken> ends(eos, eos + n_eos);
+  LlgTokenizerInitV2 init;
+  std::memset(&init, 0, sizeof init);
+  init.struct_size = sizeof init;
+  init.vocab_size = static_cast<uint32_t>(vocab_size);
+  init.tok_eos = ends[0];
+  init.token_lens = lens;
+  init.token_bytes = bytes;
+  init.use_approximate_greedy_tokenize_fn = true;
+  init.tok_eos_extra = ends.size() > 1 ? ends.data() + 1 : nullptr;
+  init.tok_eos_extra_count = ends.size() - 1;
+  char err[1024] = {0};
+  LlgTokenizer* t = llg_new_tokenizer_v2(&init, err, sizeof err);
+  if (t == nullptr) throw std::runtime_error(std::string("cannot build the grammar tokenizer: ") + err);
+  *out = new mlxgo_grammar_tokenizer_{t};
+  MLXGO_END
+}
+
 int mlxgo_grammar_tokenizer_free(mlxgo_grammar_tokenizer t) {
   if (t != nullptr) {
     llg_free_tokenizer(t->t);

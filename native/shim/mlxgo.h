@@ -246,6 +246,9 @@ typedef struct mlxgo_grammar_tokenizer_* mlxgo_grammar_tokenizer;
 typedef struct mlxgo_matcher_* mlxgo_matcher;
 MLXGO_API const char* mlxgo_grammar_version(void);
 MLXGO_API int mlxgo_grammar_tokenizer_new(const char* tokenizer_json, int vocab_size, const int* eos, int n_eos, mlxgo_grammar_tokenizer* out);
+/* The vocabulary as bytes: token i is lens[i] bytes of bytes (concatenated in
+ * order); a special token's bytes are 0xFF then its name. */
+MLXGO_API int mlxgo_grammar_tokenizer_from_vocab(const uint32_t* lens, const uint8_t* bytes, int vocab_size, const int* eos, int n_eos, mlxgo_grammar_tokenizer* out);
 MLXGO_API int mlxgo_grammar_tokenizer_free(mlxgo_grammar_tokenizer t);
 /* kind: "json_schema", "regex", "lark" or "llguidance". *warning is 1 when the
  * grammar is valid with a warning (then in mlxgo_last_error). */
