@@ -39,7 +39,7 @@ func TestGenerateWithGrammar(t *testing.T) {
 		if err != nil {
 			return err
 		}
-			live := mlx.LiveArrays()
+		live := mlx.LiveArrays()
 		var specs []batchSpec
 		for i, p := range prompts {
 			ids, err := tk.Encode(p, false)
