@@ -19,6 +19,7 @@ type constraint struct {
 	kind   string
 	source string
 	what   string // "json_object", "json_schema:NAME", ...
+	param  string // the request field it came from, for errors
 }
 
 // jsonObjectSchema is response_format {"type": "json_object"}: any JSON object.
@@ -48,7 +49,7 @@ func decodeResponseFormat(raw json.RawMessage) (*constraint, error) {
 	case "text":
 		return nil, nil
 	case "json_object":
-		return &constraint{kind: mlx.GrammarJSONSchema, source: jsonObjectSchema, what: "json_object"}, nil
+		return &constraint{kind: mlx.GrammarJSONSchema, source: jsonObjectSchema, what: "json_object", param: "response_format"}, nil
 	case "json_schema":
 		if f.JSONSchema == nil {
 			return nil, invalidf("response_format.json_schema", "response_format of type json_schema needs json_schema: {name, schema}")
@@ -64,10 +65,42 @@ func decodeResponseFormat(raw json.RawMessage) (*constraint, error) {
 		if name == "" {
 			name = "schema"
 		}
-		return &constraint{kind: mlx.GrammarJSONSchema, source: string(s), what: "json_schema:" + name}, nil
+		return &constraint{kind: mlx.GrammarJSONSchema, source: string(s), what: "json_schema:" + name, param: "response_format"}, nil
 	default:
 		return nil, invalidf("response_format.type", `response_format.type must be "text", "json_object" or "json_schema", not %q`, f.Type)
 	}
+}
+
+// decodeTextFormat reads the Responses API's text.format, response_format
+// flattened: {"type": "json_schema", "name", "schema", "strict"}.
+func decodeTextFormat(raw json.RawMessage) (*constraint, error) {
+	if isNull(raw) {
+		return nil, nil
+	}
+	var f struct {
+		Type   string          `json:"type"`
+		Name   string          `json:"name"`
+		Schema json.RawMessage `json:"schema"`
+		Strict *bool           `json:"strict"`
+	}
+	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' || json.Unmarshal(raw, &f) != nil {
+		return nil, invalidf("text.format", `text.format must be an object such as {"type": "json_object"}`)
+	}
+	rf := raw
+	if f.Type == "json_schema" {
+		if len(bytes.TrimSpace(f.Schema)) == 0 || isNull(f.Schema) {
+			return nil, invalidf("text.format.schema", "text.format of type json_schema needs a schema")
+		}
+		rf, _ = json.Marshal(map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": f.Name, "schema": f.Schema, "strict": f.Strict}})
+	}
+	c, err := decodeResponseFormat(rf)
+	if e, ok := err.(*apiError); ok {
+		e.param = strings.Replace(strings.Replace(e.param, "response_format.json_schema", "text.format", 1), "response_format", "text.format", 1)
+	}
+	if c != nil {
+		c.param = "text.format"
+	}
+	return c, err
 }
 
 // toolCallGrammar is tool_choice "required" (one call or more, to any of
@@ -140,9 +173,12 @@ var jsonLayoutOptions = map[string]any{"whitespace_flexible": false, "item_separ
 func (s *Server) constrain(p *params, tools *toolFormat, o *gen.Options) (*constraint, error) {
 	var c *constraint
 	param := "response_format"
+	if p.format != nil {
+		param = p.format.param
+	}
 	if p.tools.force != "" {
 		if p.format != nil {
-			return nil, invalidf("response_format", "response_format and a tool_choice that forces a call cannot both constrain one reply")
+			return nil, invalidf(param, "%s and a tool_choice that forces a call cannot both constrain one reply", param)
 		}
 		only := p.tools.force
 		if only == "required" {

@@ -45,3 +45,21 @@ func TestDecodeResponseFormat(t *testing.T) {
 		})
 	}
 }
+
+func TestDecodeTextFormat(t *testing.T) {
+	c, err := decodeTextFormat(json.RawMessage(`{"type":"json_schema","name":"pet","schema":{"type":"object"},"strict":true}`))
+	if err != nil || c == nil || c.what != "json_schema:pet" || c.source != `{"type":"object"}` || c.param != "text.format" {
+		t.Fatalf("json_schema: %+v %v", c, err)
+	}
+	if c, err := decodeTextFormat(json.RawMessage(`{"type":"text"}`)); c != nil || err != nil {
+		t.Fatalf("text: %+v %v", c, err)
+	}
+	_, err = decodeTextFormat(json.RawMessage(`{"type":"json_schema","name":"x"}`))
+	if e, ok := err.(*apiError); !ok || e.param != "text.format.schema" {
+		t.Fatalf("no schema: %v", err)
+	}
+	_, err = decodeTextFormat(json.RawMessage(`{"type":"xml"}`))
+	if e, ok := err.(*apiError); !ok || e.param != "text.format.type" {
+		t.Fatalf("xml: %#v", err)
+	}
+}

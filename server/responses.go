@@ -97,9 +97,6 @@ func decodeResponses(data []byte, store *responseStore) (*params, *responsesReq,
 	if b.Store != nil {
 		rq.store = *b.Store
 	}
-	if b.Text != nil && !isNull(b.Text.Format) && !isTextFormat(b.Text.Format) {
-		return nil, nil, unsupported("text.format", "structured output is not implemented; only {\"type\":\"text\"}")
-	}
 	c := commonFields{Model: b.Model, MaxTokens: b.MaxOutputTokens, Temperature: b.Temperature, TopP: b.TopP, Stream: b.Stream}
 	p, err := c.params()
 	if err != nil {
@@ -108,6 +105,11 @@ func decodeResponses(data []byte, store *responseStore) (*params, *responsesReq,
 			ae.param, ae.message = "max_output_tokens", strings.ReplaceAll(ae.message, "max_tokens", "max_output_tokens")
 		}
 		return nil, nil, err
+	}
+	if b.Text != nil {
+		if p.format, err = decodeTextFormat(b.Text.Format); err != nil {
+			return nil, nil, err
+		}
 	}
 	p.chat = true
 	tools, err := responsesTools(b.Tools)

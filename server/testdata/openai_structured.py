@@ -63,6 +63,12 @@ class Cat(BaseModel):
 p = client.chat.completions.parse(model="smollm2", messages=[USER], max_tokens=64, temperature=0, response_format=Cat)
 check("parse(): a Cat", isinstance(p.choices[0].message.parsed, Cat), repr(p.choices[0].message))
 
+# The Responses API's text.format, the same schema.
+resp = client.responses.create(model="smollm2", input="Describe a cat as JSON.", max_output_tokens=64, temperature=0,
+                               text={"format": {"type": "json_schema", "name": "cat", "schema": SCHEMA, "strict": True}})
+jsonschema.validate(json.loads(resp.output_text), SCHEMA)
+check("responses text.format: output_text is valid", True)
+
 # A keyword the engine cannot enforce is a 400 naming it.
 try:
     client.chat.completions.create(model="smollm2", messages=[USER], max_tokens=8, response_format={
