@@ -188,7 +188,8 @@ func must(t *testing.T, err error) {
 // first call through fresh caches, for every architecture.
 func TestForwardWithoutCache(t *testing.T) {
 	oracleCases(t)
-	for _, name := range []string{"llama-bf16", "llama_rope3-f32", "qwen2-q4g32", "qwen3-bf16", "gemma3_text-f32"} {
+	for _, name := range []string{"llama-bf16", "llama_rope3-f32", "qwen2-q4g32", "qwen3-bf16", "gemma3_text-f32",
+		"qwen3_moe-q4g64", "ministral3-bf16", "mistral3-f32", "phi3-f32", "gemma3-bf16"} {
 		t.Run(name, func(t *testing.T) {
 			mlxtest.Do(t, func() error {
 				m, err := models.Load(filepath.Join(oracleDir(), "models", name), models.LoadOptions{})
