@@ -50,6 +50,9 @@ Flags:
 	--min-p P                 drop tokens below P x the top probability (default 0)
 	--min-tokens-to-keep N    tokens min-p always keeps (default 1)
 	--top-k K                 sample from the K most likely, 0 is off (default 0)
+	--xtc-probability P       XTC: with probability P drop the likely tokens above the
+	                          threshold but the least of them, 0 is off (default 0)
+	--xtc-threshold T         XTC's threshold, in [0, 0.5] (default 0.1)
 	--repetition-penalty R    divide the logits of recent tokens by R, 0 is off
 	--repetition-context N    how many recent tokens R applies to (default 20)
 	--seed N                  seed MLX's random keys just before generating
@@ -135,6 +138,8 @@ func (c *generateCommand) parse(args []string) (*generateFlags, error) {
 	fs.Float64Var(&f.sampler.MinP, "min-p", 0, "")
 	fs.IntVar(&f.sampler.MinTokensToKeep, "min-tokens-to-keep", 1, "")
 	fs.IntVar(&f.sampler.TopK, "top-k", 0, "")
+	fs.Float64Var(&f.sampler.XTCProbability, "xtc-probability", 0, "")
+	fs.Float64Var(&f.sampler.XTCThreshold, "xtc-threshold", gen.DefaultXTCThreshold, "")
 	fs.Float64Var(&f.repPenalty, "repetition-penalty", 0, "")
 	fs.IntVar(&f.repContext, "repetition-context", gen.DefaultPenaltyContext, "")
 	fs.Var(&f.seed, "seed", "")

@@ -72,6 +72,14 @@ func (r *generateRun) run(ctx context.Context, model models.Model, t *tok.Tokeni
 	if !r.f.ignoreEOS {
 		o.EOS = info.EOSIDs(t.EOSIDs()...)
 	}
+	if o.Sampler.XTCProbability > 0 {
+		// mlx_lm.generate: tokenizer.encode("\n") + eos_token_ids are never dropped.
+		nl, err := t.Encode("\n", false)
+		if err != nil {
+			return err
+		}
+		o.Sampler.XTCSpecialTokens = append(nl, info.EOSIDs(t.EOSIDs()...)...)
+	}
 	if o.Grammar, err = r.grammar(t, info.VocabSize, o.EOS); err != nil {
 		return err
 	}

@@ -28,7 +28,7 @@ func newKeyed(c *chain, seed uint64) (*keyed, error) {
 // Sample is chain.Sample with the row's next key.
 func (k *keyed) Sample(logprobs *mlx.Array) *mlx.Array {
 	for _, f := range k.c.filters {
-		logprobs = f(logprobs)
+		logprobs = f(logprobs, k.next)
 	}
 	scaled := mlx.Multiply(logprobs, mlx.ScalarLike(float32(1.0/k.c.temp), logprobs))
 	return mlx.Categorical(scaled, -1, k.next())

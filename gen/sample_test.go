@@ -27,6 +27,9 @@ type samplerCase struct {
 	MinP            float64 `json:"min_p"`
 	MinTokensToKeep int     `json:"min_tokens_to_keep"`
 	TopK            int     `json:"top_k"`
+	XTCProbability  float64 `json:"xtc_probability"`
+	XTCThreshold    float64 `json:"xtc_threshold"`
+	XTCSpecial      []int32 `json:"xtc_special_tokens"`
 }
 
 type processorCase struct {
@@ -70,6 +73,16 @@ func samplerCases() []samplerCase {
 		with("bf16-all", func(c *samplerCase) { c.Dtype, c.Temp, c.TopP, c.MinP, c.TopK = "bfloat16", 0.6, 0.9, 0.02, 50 }),
 		with("f16-top-p", func(c *samplerCase) { c.Dtype, c.Temp, c.TopP = "float16", 1.3, 0.8 }),
 		with("flat-temp2", func(c *samplerCase) { c.Scale, c.Temp, c.Seed = 0.5, 2, 12345 }),
+		// XTC: always applied, applied half the time (its own draw before
+		// categorical's), sparing special tokens, among the other filters.
+		with("xtc1", func(c *samplerCase) { c.XTCProbability, c.XTCThreshold = 1, 0.05 }),
+		with("xtc0.5", func(c *samplerCase) { c.XTCProbability, c.XTCThreshold, c.Scale = 0.5, 0.1, 5 }),
+		with("xtc-special", func(c *samplerCase) {
+			c.XTCProbability, c.XTCThreshold, c.Scale, c.XTCSpecial = 0.9, 0.02, 4, []int32{0, 1, 2, 500, 999}
+		}),
+		with("xtc-bf16-all", func(c *samplerCase) {
+			c.Dtype, c.Temp, c.TopP, c.MinP, c.TopK, c.XTCProbability, c.XTCThreshold = "bfloat16", 0.9, 0.95, 0.01, 60, 0.7, 0.08
+		}),
 	}
 }
 
@@ -142,7 +155,8 @@ func TestSamplerMatchesMLXLM(t *testing.T) {
 			if !ok || len(ref.Tokens) != tc.Steps {
 				t.Fatalf("oracle gave %d tokens, want %d", len(ref.Tokens), tc.Steps)
 			}
-			s, err := NewSampler(SamplerOptions{Temp: tc.Temp, TopP: tc.TopP, MinP: tc.MinP, MinTokensToKeep: tc.MinTokensToKeep, TopK: tc.TopK}, tc.Vocab)
+			s, err := NewSampler(SamplerOptions{Temp: tc.Temp, TopP: tc.TopP, MinP: tc.MinP, MinTokensToKeep: tc.MinTokensToKeep, TopK: tc.TopK,
+				XTCProbability: tc.XTCProbability, XTCThreshold: tc.XTCThreshold, XTCSpecialTokens: tc.XTCSpecial}, tc.Vocab)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -172,6 +172,14 @@ func (s *Server) options(p *params, promptLen int) (gen.Options, error) {
 		return gen.Options{}, fmt.Errorf("%w: %d prompt tokens + %d max_tokens exceed the context length of %d tokens",
 			gen.ErrContext, promptLen, maxTokens, ctxLen)
 	}
+	if p.sampler.XTCProbability > 0 && p.sampler.XTCSpecialTokens == nil {
+		// mlx_lm.server: tokenizer.encode("\n") + eos_token_ids are never dropped.
+		nl, err := s.cfg.Model.Tokenizer.Encode("\n", false)
+		if err != nil {
+			return gen.Options{}, err
+		}
+		p.sampler.XTCSpecialTokens = append(nl, s.cfg.Model.EOS...)
+	}
 	if err := p.sampler.Validate(s.cfg.Model.VocabSize); err != nil {
 		return gen.Options{}, invalidf("top_k", "%v", err)
 	}

@@ -21,6 +21,8 @@ type commonFields struct {
 	TopP                  *float64           `json:"top_p"`
 	TopK                  *int               `json:"top_k"`
 	MinP                  *float64           `json:"min_p"`
+	XTCProbability        *float64           `json:"xtc_probability"` // mlx_lm.server's
+	XTCThreshold          *float64           `json:"xtc_threshold"`
 	Seed                  *int64             `json:"seed"`
 	Stop                  json.RawMessage    `json:"stop"`
 	PresencePenalty       *float64           `json:"presence_penalty"`
@@ -257,6 +259,21 @@ func (c *commonFields) params() (*params, error) {
 		}
 		p.sampler.TopK = *c.TopK
 		p.given["top_k"] = true
+	}
+	// XTC as mlx_lm.server reads it: probability 0 (off) and threshold 0.1
+	// unless given; the special tokens it spares are set in options().
+	p.sampler.XTCThreshold = gen.DefaultXTCThreshold
+	if c.XTCProbability != nil {
+		if *c.XTCProbability < 0 || *c.XTCProbability > 1 {
+			return nil, invalidf("xtc_probability", "xtc_probability must be between 0 and 1")
+		}
+		p.sampler.XTCProbability = *c.XTCProbability
+	}
+	if c.XTCThreshold != nil {
+		if *c.XTCThreshold < 0 || *c.XTCThreshold > 0.5 {
+			return nil, invalidf("xtc_threshold", "xtc_threshold must be between 0 and 0.5")
+		}
+		p.sampler.XTCThreshold = *c.XTCThreshold
 	}
 	if c.Seed != nil {
 		s := uint64(*c.Seed)

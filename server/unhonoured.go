@@ -23,8 +23,6 @@ type unhonouredField struct {
 
 var unhonoured = map[string]unhonouredField{
 	// mlx_lm.server's own fields.
-	"xtc_probability":  {"XTC sampling is not implemented", isZero},
-	"xtc_threshold":    {"XTC sampling is not implemented", xtcOff},
 	"adapters":         {"LoRA adapters are not implemented; serve a model with the adapter fused", isEmptyString},
 	"draft_model":      {"speculative decoding is not implemented", isEmptyString},
 	"num_draft_tokens": {"speculative decoding is not implemented", isZero},
@@ -78,12 +76,6 @@ func refuseFields(data []byte, unhonoured map[string]unhonouredField) error {
 func isZero(raw json.RawMessage, _ map[string]json.RawMessage) bool {
 	var f float64
 	return json.Unmarshal(raw, &f) == nil && f == 0
-}
-
-// xtcOff: the threshold means nothing while the probability is off.
-func xtcOff(_ json.RawMessage, body map[string]json.RawMessage) bool {
-	p, ok := body["xtc_probability"]
-	return !ok || isNull(p) || isZero(p, body)
 }
 
 // isEmptyString also takes mlx_lm.server's placeholder for "none given".

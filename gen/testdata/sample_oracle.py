@@ -8,7 +8,7 @@ mx.random.normal([1, vocab], dtype, 0, scale, key=mx.random.key(logits_seed + i)
 the same arrays with the same MLX calls.
 
 sampler case: {name, seed, vocab, steps, dtype, scale, logits_seed, temp, top_p,
-  min_p, min_tokens_to_keep, top_k}
+  min_p, min_tokens_to_keep, top_k, xtc_probability, xtc_threshold, xtc_special_tokens}
   mx.random.seed(seed), then for each step the token that mlx-lm's
   make_sampler(...) draws from logits - logsumexp(logits, keepdims=True),
   exactly as generate_step computes it. -> {"tokens": [...]}
@@ -37,7 +37,9 @@ def logits(case, step):
 
 def run_sampler(case):
     sampler = make_sampler(case["temp"], case["top_p"], case["min_p"], case["min_tokens_to_keep"],
-                           top_k=case["top_k"])
+                           top_k=case["top_k"], xtc_probability=case.get("xtc_probability") or 0.0,
+                           xtc_threshold=case.get("xtc_threshold") or 0.0,
+                           xtc_special_tokens=case.get("xtc_special_tokens"))
     mx.random.seed(case["seed"])
     out = []
     for i in range(case["steps"]):

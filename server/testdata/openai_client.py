@@ -67,8 +67,11 @@ raises("empty messages -> BadRequestError", openai.BadRequestError,
        lambda: client.chat.completions.create(model="smollm2", messages=[]))
 raises("n=0 -> BadRequestError", openai.BadRequestError,
        lambda: client.chat.completions.create(model="smollm2", messages=MSG, n=0))
-raises("xtc_probability -> BadRequestError", openai.BadRequestError,
-       lambda: client.chat.completions.create(model="smollm2", messages=MSG, extra_body={"xtc_probability": 0.5}))
+raises("xtc_probability out of range -> BadRequestError", openai.BadRequestError,
+       lambda: client.chat.completions.create(model="smollm2", messages=MSG, extra_body={"xtc_probability": 2}))
+r = client.chat.completions.create(model="smollm2", messages=MSG, max_tokens=4, temperature=1, seed=3,
+                                   extra_body={"xtc_probability": 0.5, "xtc_threshold": 0.1})
+check("xtc sampling answers", r.choices[0].finish_reason in ("stop", "length"), repr(r))
 raises("unknown model -> NotFoundError", openai.NotFoundError,
        lambda: client.models.retrieve("gpt-4"))
 raises("over context -> BadRequestError", openai.BadRequestError,
