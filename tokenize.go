@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/mlxgo/mlxgo/server"
 	"github.com/mlxgo/mlxgo/tok"
 	"github.com/mlxgo/mlxgo/tok/chat"
 )
@@ -117,7 +118,8 @@ func (c *tokenizeCommand) Run(ctx context.Context, args []string) error {
 				return usagef("--template-kwargs: want a JSON object: %v", err)
 			}
 		}
-		if text, err = renderChat(t, input, opts); err != nil {
+		// The one chat-encoding path (server.ChatTemplate), as generate and serve render.
+		if text, err = server.NewChatTemplate(t).Render(input, opts); err != nil {
 			return err
 		}
 		if *render {
@@ -139,21 +141,4 @@ func (c *tokenizeCommand) Run(ctx context.Context, args []string) error {
 	}
 	_, err = fmt.Fprintf(c.m.Stdout, "%s\n", out)
 	return err
-}
-
-// renderChat applies the model's chat template to a JSON list of messages.
-func renderChat(t *tok.Tokenizer, messages []byte, opts chat.Options) (string, error) {
-	cfg := t.Config()
-	if cfg.ChatTemplate == "" {
-		return "", fmt.Errorf("the model has no chat template")
-	}
-	tmpl, err := chat.New(cfg.ChatTemplate, chat.SpecialTokens{BOS: cfg.BOS, EOS: cfg.EOS, PAD: cfg.PAD, UNK: cfg.UNK})
-	if err != nil {
-		return "", err
-	}
-	out, err := tmpl.RenderJSON(messages, opts)
-	if err != nil {
-		return "", fmt.Errorf("cannot render chat template: %w", err)
-	}
-	return out, nil
 }
