@@ -64,10 +64,9 @@ var ErrGrammar = errors.New("invalid grammar")
 // Grammar holds nothing native and needs no Close: requests queued behind
 // others may hold one for as long as they like.
 type Grammar struct {
-	Kind   string // mlx.GrammarJSONSchema, mlx.GrammarRegex, mlx.GrammarLark, mlx.GrammarGuidance
-	Source string // as given; the engine reads src
-	src    string
-	g      *Grammars
+	Kind string // mlx.GrammarJSONSchema, mlx.GrammarRegex, mlx.GrammarLark, mlx.GrammarGuidance
+	src  string // what the engine reads (a JSON schema with JSONLayout spliced in)
+	g    *Grammars
 }
 
 // Compile checks and compiles src, a grammar of the given kind. A grammar
@@ -83,7 +82,7 @@ func (g *Grammars) Compile(kind, src string) (*Grammar, error) {
 	if g.err != nil {
 		return nil, g.err
 	}
-	gr := &Grammar{Kind: kind, Source: src, src: src, g: g}
+	gr := &Grammar{Kind: kind, src: src, g: g}
 	if kind == mlx.GrammarJSONSchema {
 		var err error
 		if gr.src, err = compactJSON(src); err != nil {
@@ -111,12 +110,13 @@ func (gr *Grammar) matcher() (*mlx.Matcher, error) {
 	return m, nil
 }
 
-// jsonLayout is how constrained JSON is laid out: no free whitespace, and
+// JSONLayout is how constrained JSON is laid out (llguidance's x-guidance
+// options; serve's tool-call grammar uses it too): no free whitespace, and
 // Python's json.dumps separators. The engine's default lets any run of
 // whitespace between items, which a model can fill until max_tokens (a
 // random-logits walk does); OpenAI's structured outputs are compact too.
 // A schema that sets its own "x-guidance" options keeps them.
-var jsonLayout = map[string]any{"whitespace_flexible": false, "item_separator": ", ", "key_separator": ": "}
+const JSONLayout = `{"whitespace_flexible":false,"item_separator":", ","key_separator":": "}`
 
 func compactJSON(schema string) (string, error) {
 	// Spliced into the text rather than re-marshalled: the order of a
@@ -136,13 +136,12 @@ func compactJSON(schema string) (string, error) {
 	if _, set := top["x-guidance"]; set {
 		return s, nil
 	}
-	layout, _ := json.Marshal(jsonLayout)
 	rest := strings.TrimSpace(s[1:])
 	sep := ","
 	if rest == "}" {
 		sep = ""
 	}
-	return `{"x-guidance":` + string(layout) + sep + rest, nil
+	return `{"x-guidance":` + JSONLayout + sep + rest, nil
 }
 
 // Processor starts one generation's constraint: a LogitsProcessor to run

@@ -31,8 +31,7 @@ func GrammarVersion() string {
 // GrammarTokenizer is a model's vocabulary as the engine sees it: built once
 // from tokenizer.json and shared by every Matcher of that model.
 type GrammarTokenizer struct {
-	h     uintptr
-	vocab int
+	h uintptr
 }
 
 // grammarCall runs one shim call with its OS thread locked, so check reads
@@ -62,7 +61,7 @@ func NewGrammarTokenizer(tokenizerJSON []byte, vocab int, eos []int32) (*Grammar
 	if err != nil {
 		return nil, err
 	}
-	return &GrammarTokenizer{h: h, vocab: vocab}, nil
+	return &GrammarTokenizer{h: h}, nil
 }
 
 // NewGrammarTokenizerFromVocab builds the engine's vocabulary from each
@@ -94,7 +93,7 @@ func NewGrammarTokenizerFromVocab(tokens [][]byte, eos []int32) (*GrammarTokeniz
 	if err != nil {
 		return nil, err
 	}
-	return &GrammarTokenizer{h: h, vocab: len(tokens)}, nil
+	return &GrammarTokenizer{h: h}, nil
 }
 
 // Close frees the tokenizer; its matchers must be closed first.

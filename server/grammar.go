@@ -137,7 +137,6 @@ func toolCallGrammar(f *toolFormat, params map[string]json.RawMessage, only stri
 	sort.Strings(names)
 	// Written by hand, not marshalled from a map: the schema's property
 	// order is the order generated, and the templates put the name first.
-	layout, _ := json.Marshal(jsonLayoutOptions)
 	var calls []string
 	for _, n := range names {
 		args := json.RawMessage(`{"type":"object"}`)
@@ -147,9 +146,9 @@ func toolCallGrammar(f *toolFormat, params map[string]json.RawMessage, only stri
 		qn, _ := json.Marshal(n)
 		calls = append(calls, fmt.Sprintf(`{"type":"object","properties":{"name":{"const":%s},"arguments":%s},"required":["name","arguments"],"additionalProperties":false}`, qn, args))
 	}
-	js := fmt.Sprintf(`{"anyOf":[%s],"x-guidance":%s}`, strings.Join(calls, ","), layout)
+	js := fmt.Sprintf(`{"anyOf":[%s],"x-guidance":%s}`, strings.Join(calls, ","), gen.JSONLayout)
 	if len(calls) == 1 {
-		js = calls[0][:len(calls[0])-1] + `,"x-guidance":` + string(layout) + `}`
+		js = calls[0][:len(calls[0])-1] + `,"x-guidance":` + gen.JSONLayout + `}`
 	}
 	repeat := ` ("\n" call)*`
 	what := "tool_choice:required"
@@ -161,10 +160,6 @@ func toolCallGrammar(f *toolFormat, params map[string]json.RawMessage, only stri
 		"call: \"<tool_call>\\n\" %json " + js + " \"\\n</tool_call>\"\n"
 	return &constraint{kind: mlx.GrammarLark, source: lark, what: what}, nil
 }
-
-// jsonLayoutOptions lay tool-call JSON out as the json_tools templates
-// render it (json.dumps separators), with no free whitespace.
-var jsonLayoutOptions = map[string]any{"whitespace_flexible": false, "item_separator": ", ", "key_separator": ": "}
 
 // constrain resolves the request's constraint — a forced tool call, else
 // response_format — compiles it against the model's vocabulary and sets

@@ -190,13 +190,6 @@ func isNull(raw json.RawMessage) bool {
 	return len(t) == 0 || string(t) == "null"
 }
 
-func isTextFormat(raw json.RawMessage) bool {
-	var f struct {
-		Type string `json:"type"`
-	}
-	return json.Unmarshal(raw, &f) == nil && f.Type == "text"
-}
-
 // params checks the shared fields against what gen accepts.
 func (c *commonFields) params() (*params, error) {
 	p := &params{model: c.Model, stream: c.Stream, n: 1, given: map[string]bool{}}
