@@ -38,6 +38,7 @@ Commands:
 	ls             list the models in the Hugging Face cache
 	rm             remove a model from the Hugging Face cache
 	verify-native  check the native pack, the CPU and the MLX devices
+	launch         run a command on several ranks (MLX's distributed backends)
 	version        print the version
 
 Run "mlxgo <command> -h" for the flags of a command.
@@ -111,6 +112,8 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 		cmd = &verifyNativeCommand{m: m}
 	case "version":
 		cmd = &versionCommand{m: m}
+	case "launch":
+		cmd = &launchCommand{m: m}
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(m.Stderr, usage)
 		return 0
