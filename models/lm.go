@@ -9,7 +9,9 @@ import (
 	"github.com/mlxgo/mlxgo/kv"
 	"github.com/mlxgo/mlxgo/mlx"
 	"github.com/mlxgo/mlxgo/models/gemma3"
+	"github.com/mlxgo/mlxgo/models/gpt_oss"
 	"github.com/mlxgo/mlxgo/models/llama"
+	"github.com/mlxgo/mlxgo/models/minicpm"
 	"github.com/mlxgo/mlxgo/models/ministral3"
 	"github.com/mlxgo/mlxgo/models/mistral3"
 	"github.com/mlxgo/mlxgo/models/nn"
@@ -22,12 +24,14 @@ import (
 // architectures maps config.json's model_type to the package building it.
 var architectures = map[string]nn.Builder{
 	"llama":       llama.New,
+	"minicpm":     minicpm.New,
 	"ministral3":  ministral3.New,
 	"mistral3":    mistral3.New,
 	"qwen2":       qwen2.New,
 	"qwen3":       qwen3.New,
 	"gemma3":      gemma3.NewVLM,
 	"gemma3_text": gemma3.New,
+	"gpt_oss":     gpt_oss.New,
 	"phi3":        phi3.New,
 	"qwen3_moe":   qwen3_moe.New,
 }

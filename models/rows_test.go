@@ -66,6 +66,10 @@ func TestForwardRowsMatchesForward(t *testing.T) {
 		{"phi3-q4g64", kv.Options{MaxKVSize: 16}, []int{5, 14, 30}},
 		{"gemma3-bf16", kv.Options{}, []int{5, 14, 30}},
 		{"gemma3-q4g32", kv.Options{}, []int{20, 3, 17}},
+		{"gpt_oss-f32", kv.Options{}, []int{5, 17, 40}},
+		{"gpt_oss-q4g64", kv.Options{}, []int{20, 3, 12}},
+		{"minicpm-bf16", kv.Options{}, []int{4, 12, 20}},
+		{"minicpm-q4g32", kv.Options{MaxKVSize: 16}, []int{5, 14, 30}},
 		// The default model's shapes (576 hidden, 49152 vocab, Q4_1 as
 		// affine group 32), converted from its GGUF by the oracle.
 		{"smollm2-q4_1", kv.Options{}, []int{3, 24, 9}},

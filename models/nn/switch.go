@@ -8,11 +8,16 @@ import "github.com/mlxgo/mlxgo/mlx"
 type SwitchLinear struct {
 	weight, scales, biases *mlx.Array
 	q                      *mlx.Quant
+	bias                   *mlx.Array // [experts, out], or nil
 }
 
-// SwitchLinear takes module path's stacked expert weights (no bias: no
-// architecture here has one), quantized when the checkpoint says so.
+// SwitchLinear takes module path's stacked expert weights without a bias,
+// quantized when the checkpoint says so.
 func (ws *Weights) SwitchLinear(path string, in, out, experts int) *SwitchLinear {
+	return ws.switchLinear(path, in, out, experts, false)
+}
+
+func (ws *Weights) switchLinear(path string, in, out, experts int, bias bool) *SwitchLinear {
 	if ws.err != nil {
 		return nil
 	}
@@ -25,9 +30,14 @@ func (ws *Weights) SwitchLinear(path string, in, out, experts int) *SwitchLinear
 	if q != nil {
 		l.weight = ws.Get(path+".weight", experts, out, in*q.Bits/32)
 		l.scales = ws.Get(path+".scales", experts, out, in/q.GroupSize)
-		l.biases = ws.Get(path+".biases", experts, out, in/q.GroupSize)
+		if q.Mode == "affine" || q.Mode == "" {
+			l.biases = ws.Get(path+".biases", experts, out, in/q.GroupSize)
+		}
 	} else {
 		l.weight = ws.Get(path+".weight", experts, out, in)
+	}
+	if bias {
+		l.bias = ws.Get(path+".bias", experts, out)
 	}
 	return l
 }
@@ -35,24 +45,43 @@ func (ws *Weights) SwitchLinear(path string, in, out, experts int) *SwitchLinear
 // Apply is SwitchLinear.__call__: x [..., 1, in] through the experts
 // indices names.
 func (l *SwitchLinear) Apply(x, indices *mlx.Array, sorted bool) *mlx.Array {
+	var y *mlx.Array
 	if l.q != nil {
-		return mlx.GatherQMM(x, l.weight, l.scales, l.biases, nil, indices, true, *l.q, sorted)
+		y = mlx.GatherQMM(x, l.weight, l.scales, l.biases, nil, indices, true, *l.q, sorted)
+	} else {
+		y = mlx.GatherMM(x, mlx.SwapAxes(l.weight, -1, -2), nil, indices, sorted)
 	}
-	return mlx.GatherMM(x, mlx.SwapAxes(l.weight, -1, -2), nil, indices, sorted)
+	if l.bias != nil {
+		// x + expand_dims(bias[indices], -2)
+		y = mlx.Add(y, mlx.ExpandDims(mlx.Take(l.bias, indices, 0), -2))
+	}
+	return y
 }
 
-// SwitchGLU is switch_layers.py's SwitchGLU with its default SwiGLU
-// activation: each token through its top-k experts' gated MLPs.
+// SwitchGLU is switch_layers.py's SwitchGLU: each token through its top-k
+// experts' gated MLPs, activation(up, gate) between them (SwiGLU unless
+// SwitchGLUWith says otherwise).
 type SwitchGLU struct {
 	gate, up, down *SwitchLinear
+	act            func(x, gate *mlx.Array) *mlx.Array
 }
 
 // SwitchGLU takes gate_proj, up_proj and down_proj under path.
 func (ws *Weights) SwitchGLU(path string, hidden, width, experts int) *SwitchGLU {
+	return ws.SwitchGLUWith(path, hidden, width, experts, false, nil)
+}
+
+// SwitchGLUWith is SwitchGLU with biased experts (bias) and its own
+// activation act(x, gate) (nil: SwiGLU), as gpt_oss's SwigluOAI.
+func (ws *Weights) SwitchGLUWith(path string, hidden, width, experts int, bias bool, act func(x, gate *mlx.Array) *mlx.Array) *SwitchGLU {
+	if act == nil {
+		act = func(x, gate *mlx.Array) *mlx.Array { return mlx.SwiGLU(gate, x) }
+	}
 	return &SwitchGLU{
-		gate: ws.SwitchLinear(path+"gate_proj", hidden, width, experts),
-		up:   ws.SwitchLinear(path+"up_proj", hidden, width, experts),
-		down: ws.SwitchLinear(path+"down_proj", width, hidden, experts),
+		gate: ws.switchLinear(path+"gate_proj", hidden, width, experts, bias),
+		up:   ws.switchLinear(path+"up_proj", hidden, width, experts, bias),
+		down: ws.switchLinear(path+"down_proj", width, hidden, experts, bias),
+		act:  act,
 	}
 }
 
@@ -72,7 +101,7 @@ func (s *SwitchGLU) Apply(x, indices *mlx.Array) *mlx.Array {
 	}
 	up := s.up.Apply(x, idx, sorted)
 	gate := s.gate.Apply(x, idx, sorted)
-	x = s.down.Apply(mlx.SwiGLU(gate, up), idx, sorted)
+	x = s.down.Apply(s.act(up, gate), idx, sorted)
 	if sorted {
 		x = scatterUnsort(x, inv, indices.Shape())
 	}

@@ -273,9 +273,10 @@ def suite_cases(models: Path) -> dict:
     for d in sorted(p for p in models.iterdir() if (p / "config.json").exists()):
         if d.name.startswith("llama1b"):
             continue  # benchmark-only
-        # gemma3: longer than its window; qwen3_moe: 39 prefill tokens x top 2
-        # >= 64 indices, so SwitchGLU takes its sorted path
-        plen = 40 if d.name.startswith(("gemma3", "qwen3_moe")) else 24
+        # gemma3, gemma4, gpt_oss: longer than their windows; qwen3_moe and
+        # gpt_oss: 39 prefill tokens x top 2 >= 64 indices, so SwitchGLU takes
+        # its sorted path
+        plen = 40 if d.name.startswith(("gemma3", "qwen3_moe", "gpt_oss", "gemma4")) else 24
         cases[d.name] = dict(model=d.name, prompt_len=plen)
     cases.update({
         "llama-f32-prefill8": dict(model="llama-f32", prefill_step_size=8),
@@ -288,6 +289,10 @@ def suite_cases(models: Path) -> dict:
         # across chunks (position 16 is where the scale first grows)
         "ministral3-bf16-prefill8": dict(model="ministral3-bf16", prefill_step_size=8),
         "phi3-f32-maxkv16": dict(model="phi3-f32", max_kv_size=16),
+        # chunks across gpt_oss's window: the rotating caches and sinks over
+        # a concatenated prefill; 8 x top 2 < 64: SwitchGLU's unsorted path
+        "gpt_oss-f32-prefill8": dict(model="gpt_oss-f32", prompt_len=40, prefill_step_size=8),
+        "minicpm-f32-prefill8": dict(model="minicpm-f32", prefill_step_size=8),
         "gemma3-bf16-prefill16": dict(model="gemma3-bf16", prompt_len=40, prefill_step_size=16),
         # --kv-bits: the default start (5000) is never reached by a short
         # prompt; start 0 switches right after the first prefill call, start

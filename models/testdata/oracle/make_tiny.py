@@ -169,10 +169,41 @@ ARCHS["mistral3_llama"] = dict(
     text_config=dict(_BASE, model_type="mistral", head_dim=64, rope_theta=1000000000.0),
 )
 
+# minicpm: muP scales (scale_emb, scale_depth / sqrt(layers), hidden /
+# dim_model_base = 64/24 before the head); the f32 file has no lm_head, which
+# sanitize copies from the embedding table (untied: minicpm.py's default)
+ARCHS["minicpm"] = dict(
+    _BASE,
+    model_type="minicpm",
+    num_hidden_layers=3,
+    rope_theta=10000.0,
+    scale_emb=12.0,
+    scale_depth=1.4,
+    dim_model_base=24,
+)
+
+# gpt_oss: attention sinks, layers alternating sliding (window 16) / full,
+# a biased router's top 2 of 8 biased experts (SwigluOAI), YaRN rope as the
+# real checkpoints have it; lm_head never tied
+ARCHS["gpt_oss"] = dict(
+    _BASE,
+    model_type="gpt_oss",
+    num_hidden_layers=4,
+    head_dim=64,
+    intermediate_size=64,
+    num_local_experts=8,
+    num_experts_per_tok=2,
+    sliding_window=16,
+    rope_theta=150000.0,
+    rope_scaling=dict(rope_type="yarn", factor=32.0, beta_fast=32.0, beta_slow=1.0,
+                      original_max_position_embeddings=64, truncate=False),
+)
+
 # An architecture's seed is SEED + its index here: the first six in sorted
 # order (how the seeds were first given), every later one appended.
 SEED_ORDER = ["gemma3_text", "llama", "llama_rope3", "llama_tied", "qwen2", "qwen3",
-              "qwen3_moe", "ministral3", "mistral3", "phi3", "gemma3", "mistral3_llama"]
+              "qwen3_moe", "ministral3", "mistral3", "phi3", "gemma3", "mistral3_llama",
+              "minicpm", "gpt_oss"]
 assert sorted(SEED_ORDER) == sorted(ARCHS)
 
 # Variants derived from <arch>-f32: (suffix, dtype, quantization or None).
@@ -191,6 +222,10 @@ VARIANTS = {
     "phi3": [("bf16", "bfloat16", None), ("q4g64", "bfloat16", (64, 4))],
     "gemma3": [("bf16", "bfloat16", None), ("q4g32", "bfloat16", (32, 4))],
     "mistral3_llama": [("q4g64", "bfloat16", (64, 4))],
+    "minicpm": [("bf16", "bfloat16", None), ("q4g32", "bfloat16", (32, 4))],
+    # MLX's CPU expert matmuls are float32 only: bf16 is recorded as MLX's
+    # error, the quantized models keep float32 activations
+    "gpt_oss": [("bf16", "bfloat16", None), ("q4g64", "float32", (64, 4))],
 }
 
 # Llama-3.2-1B's shape (benchmarks only; ~2.5 GB in bf16).
@@ -230,6 +265,18 @@ def randomize_extras(model: nn.Module, gemma_norms: bool) -> None:
     model.update(tree_map_with_path(perturb, model.parameters()))
 
 
+def randomize_zero_inits(model: nn.Module, suffixes: tuple) -> None:
+    """Give parameters mlx-lm initializes to zeros (gpt_oss's sinks and
+    expert biases) random values, so a missing one changes the logits."""
+
+    def perturb(path, v):
+        if path.endswith(suffixes):
+            return mx.random.normal(v.shape, dtype=mx.float32) * 0.5
+        return v
+
+    model.update(tree_map_with_path(perturb, model.parameters()))
+
+
 def build_f32(name: str, config: dict, out: Path, seed: int) -> None:
     """Construct the model class mlx-lm picks for config, seeded, and save it."""
     mx.random.seed(seed)
@@ -242,6 +289,10 @@ def build_f32(name: str, config: dict, out: Path, seed: int) -> None:
         model.pop("lm_head")
     if config["model_type"] == "gemma3":
         model.language_model.pop("lm_head")
+    if config["model_type"] == "minicpm":
+        model.pop("lm_head")
+    if config["model_type"] == "gpt_oss":
+        randomize_zero_inits(model, ("sinks", "experts.gate_proj.bias", "experts.up_proj.bias", "experts.down_proj.bias"))
     mx.eval(model.parameters())
     save(model, dict(config, torch_dtype="float32"), out)
     if config["model_type"] in ("mistral3", "gemma3"):
