@@ -43,6 +43,11 @@ func bindDirect(ptr any, addr uintptr) bool {
 			r, _, _ := purego.SyscallN(addr, uintptr(unsafe.Pointer(a0)), uintptr(a1), uintptr(a2), uintptr(unsafe.Pointer(a3)))
 			return int32(r)
 		}
+	case *func(*int32, int32, int32, int32, uintptr, *uintptr) int32:
+		*p = func(a0 *int32, a1 int32, a2 int32, a3 int32, a4 uintptr, a5 *uintptr) int32 {
+			r, _, _ := purego.SyscallN(addr, uintptr(unsafe.Pointer(a0)), uintptr(a1), uintptr(a2), uintptr(a3), uintptr(a4), uintptr(unsafe.Pointer(a5)))
+			return int32(r)
+		}
 	case *func(*int32, int32, uintptr, int32, *uintptr) int32:
 		*p = func(a0 *int32, a1 int32, a2 uintptr, a3 int32, a4 *uintptr) int32 {
 			r, _, _ := purego.SyscallN(addr, uintptr(unsafe.Pointer(a0)), uintptr(a1), uintptr(a2), uintptr(a3), uintptr(unsafe.Pointer(a4)))
@@ -114,9 +119,21 @@ func bindDirect(ptr any, addr uintptr) bool {
 			r, _, _ := purego.SyscallN(addr, uintptr(a0), uintptr(a1))
 			return int32(r)
 		}
+	case *func(int32, string, *uintptr) int32:
+		*p = func(a0 int32, a1 string, a2 *uintptr) int32 {
+			c1 := toC(a1)
+			r, _, _ := purego.SyscallN(addr, uintptr(a0), uintptr(unsafe.Pointer(c1)), uintptr(unsafe.Pointer(a2)))
+			return int32(r)
+		}
 	case *func(int64, int32, *uintptr) int32:
 		*p = func(a0 int64, a1 int32, a2 *uintptr) int32 {
 			r, _, _ := purego.SyscallN(addr, uintptr(a0), uintptr(a1), uintptr(unsafe.Pointer(a2)))
+			return int32(r)
+		}
+	case *func(string, *int32) int32:
+		*p = func(a0 string, a1 *int32) int32 {
+			c0 := toC(a0)
+			r, _, _ := purego.SyscallN(addr, uintptr(unsafe.Pointer(c0)), uintptr(unsafe.Pointer(a1)))
 			return int32(r)
 		}
 	case *func(string, int32, *int32, int32, *uintptr) int32:
@@ -187,6 +204,11 @@ func bindDirect(ptr any, addr uintptr) bool {
 			r, _, _ := purego.SyscallN(addr, uintptr(a0), uintptr(unsafe.Pointer(a1)), uintptr(a2), uintptr(a3), uintptr(unsafe.Pointer(a4)))
 			return int32(r)
 		}
+	case *func(uintptr, *int32) int32:
+		*p = func(a0 uintptr, a1 *int32) int32 {
+			r, _, _ := purego.SyscallN(addr, uintptr(a0), uintptr(unsafe.Pointer(a1)))
+			return int32(r)
+		}
 	case *func(uintptr, *uint32, uintptr) int32:
 		*p = func(a0 uintptr, a1 *uint32, a2 uintptr) int32 {
 			r, _, _ := purego.SyscallN(addr, uintptr(a0), uintptr(unsafe.Pointer(a1)), uintptr(a2))
@@ -246,6 +268,11 @@ func bindDirect(ptr any, addr uintptr) bool {
 		*p = func(a0 uintptr, a1 int32, a2 int32, a3 string, a4 uintptr, a5 *uintptr, a6 *uintptr, a7 *uintptr) int32 {
 			c3 := toC(a3)
 			r, _, _ := purego.SyscallN(addr, uintptr(a0), uintptr(a1), uintptr(a2), uintptr(unsafe.Pointer(c3)), uintptr(a4), uintptr(unsafe.Pointer(a5)), uintptr(unsafe.Pointer(a6)), uintptr(unsafe.Pointer(a7)))
+			return int32(r)
+		}
+	case *func(uintptr, int32, uintptr, *uintptr) int32:
+		*p = func(a0 uintptr, a1 int32, a2 uintptr, a3 *uintptr) int32 {
+			r, _, _ := purego.SyscallN(addr, uintptr(a0), uintptr(a1), uintptr(a2), uintptr(unsafe.Pointer(a3)))
 			return int32(r)
 		}
 	case *func(uintptr, int32) int32:

@@ -142,6 +142,21 @@ var fn struct {
 	cpuPackQWeight func(w, scales, biases uintptr, groupSize, bits int32, out *uintptr) int32
 	cpuPackedQmm   func(x, packed uintptr, n, k, groupSize, bits, dtype int32, out *uintptr) int32
 	cpuPackedEmbed func(ids, packed uintptr, n, k, groupSize, bits, dtype int32, out *uintptr) int32
+
+	distIsAvailable func(backend string, out *int32) int32
+	distInit        func(strict int32, backend string, out *uintptr) int32
+	groupFree       func(g uintptr) int32
+	groupRank       func(g uintptr, out *int32) int32
+	groupSize       func(g uintptr, out *int32) int32
+	groupSplit      func(g uintptr, color, key int32, out *uintptr) int32
+	allSum          func(x, g uintptr, out *uintptr) int32
+	allGather       func(x, g uintptr, out *uintptr) int32
+	allMax          func(x, g uintptr, out *uintptr) int32
+	allMin          func(x, g uintptr, out *uintptr) int32
+	sumScatter      func(x, g uintptr, out *uintptr) int32
+	send            func(x uintptr, dst int32, g uintptr, out *uintptr) int32
+	recv            func(shape *int32, n, dtype, src int32, g uintptr, out *uintptr) int32
+	recvLike        func(x uintptr, src int32, g uintptr, out *uintptr) int32
 }
 
 // Elementwise ops and reductions share one C signature each; they are bound
@@ -290,6 +305,21 @@ func symbols() []symbol {
 		{"mlxgo_cpu_pack_qweight", &fn.cpuPackQWeight},
 		{"mlxgo_cpu_packed_qmm", &fn.cpuPackedQmm},
 		{"mlxgo_cpu_packed_embed", &fn.cpuPackedEmbed},
+
+		{"mlxgo_distributed_is_available", &fn.distIsAvailable},
+		{"mlxgo_distributed_init", &fn.distInit},
+		{"mlxgo_group_free", &fn.groupFree},
+		{"mlxgo_group_rank", &fn.groupRank},
+		{"mlxgo_group_size", &fn.groupSize},
+		{"mlxgo_group_split", &fn.groupSplit},
+		{"mlxgo_all_sum", &fn.allSum},
+		{"mlxgo_all_gather", &fn.allGather},
+		{"mlxgo_all_max", &fn.allMax},
+		{"mlxgo_all_min", &fn.allMin},
+		{"mlxgo_sum_scatter", &fn.sumScatter},
+		{"mlxgo_send", &fn.send},
+		{"mlxgo_recv", &fn.recv},
+		{"mlxgo_recv_like", &fn.recvLike},
 	}
 	fn.unary = map[string]*func(uintptr, *uintptr) int32{}
 	for _, n := range unaryNames {

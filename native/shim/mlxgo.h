@@ -262,6 +262,30 @@ MLXGO_API int mlxgo_matcher_consume(mlxgo_matcher m, int token);
 MLXGO_API int mlxgo_matcher_rollback(mlxgo_matcher m, int n);
 MLXGO_API int mlxgo_matcher_state(mlxgo_matcher m, int* accepting, int* stopped);
 
+/* ---- distributed.cpp: MLX's distributed layer (mlx::core::distributed) ----
+ * A group is the set of processes a launcher started (mlx.launch's environment:
+ * MLX_RANK and MLX_HOSTFILE for ring, ...). A NULL group handle means MLX's
+ * global group. Collectives are lazy like any op; a lost peer is an error at
+ * eval. backend: "ring", "mpi", "nccl", "jaccl", or "" / "any" for the first
+ * available one. */
+typedef struct mlxgo_group_* mlxgo_group;
+MLXGO_API int mlxgo_distributed_is_available(const char* backend, int* out);
+/* strict: fail when the backend cannot be initialized (else a group of 1). */
+MLXGO_API int mlxgo_distributed_init(int strict, const char* backend, mlxgo_group* out);
+MLXGO_API int mlxgo_group_free(mlxgo_group g);
+MLXGO_API int mlxgo_group_rank(mlxgo_group g, int* out);
+MLXGO_API int mlxgo_group_size(mlxgo_group g, int* out);
+MLXGO_API int mlxgo_group_split(mlxgo_group g, int color, int key, mlxgo_group* out);
+MLXGO_API int mlxgo_all_sum(mlxgo_array x, mlxgo_group g, mlxgo_array* out);
+MLXGO_API int mlxgo_all_gather(mlxgo_array x, mlxgo_group g, mlxgo_array* out);
+MLXGO_API int mlxgo_all_max(mlxgo_array x, mlxgo_group g, mlxgo_array* out);
+MLXGO_API int mlxgo_all_min(mlxgo_array x, mlxgo_group g, mlxgo_array* out);
+MLXGO_API int mlxgo_sum_scatter(mlxgo_array x, mlxgo_group g, mlxgo_array* out);
+/* send's result is a placeholder to eval (the send happens when it is evaluated). */
+MLXGO_API int mlxgo_send(mlxgo_array x, int dst, mlxgo_group g, mlxgo_array* out);
+MLXGO_API int mlxgo_recv(const int* shape, int n, int dtype, int src, mlxgo_group g, mlxgo_array* out);
+MLXGO_API int mlxgo_recv_like(mlxgo_array x, int src, mlxgo_group g, mlxgo_array* out);
+
 #ifdef __cplusplus
 }
 #endif
