@@ -284,7 +284,7 @@ func cutLast(s, sep string) (string, string, bool) {
 	return s[:i], s[i+len(sep):], true
 }
 
-func loadGGUF(path string) (Model, error) {
+func loadGGUF(path string, opts LoadOptions) (Model, error) {
 	f, err := gguf.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("cannot open GGUF model: %w", err)
@@ -357,6 +357,11 @@ func loadGGUF(path string) (Model, error) {
 	cfg.Quantization = q
 	w := nn.NewWeights(src, q)
 	w.GGUF = true
+	adapters, infos, closeAdapters, err := openAdapters(w, opts, cfg.NumHiddenLayers)
+	if err != nil {
+		return nil, err
+	}
+	defer closeAdapters()
 	m, err := build(cfg, config, w)
 	if err != nil {
 		return nil, fmt.Errorf("cannot load GGUF model %s: %w", path, err)
@@ -364,7 +369,7 @@ func loadGGUF(path string) (Model, error) {
 	m.info.Format = "gguf"
 	m.info.Path = path
 	m.info.Artifact = newArtifact([]string{path})
-	return m, nil
+	return adapt(m, adapters, infos), nil
 }
 
 // lazyGGUF converts one GGUF tensor on first use and hands out its parts

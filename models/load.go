@@ -21,14 +21,14 @@ func Load(path string, opts LoadOptions) (Model, error) {
 	}
 	if !st.IsDir() {
 		if strings.EqualFold(filepath.Ext(path), ".gguf") {
-			return loadGGUF(path)
+			return loadGGUF(path, opts)
 		}
 		return nil, fmt.Errorf("cannot open model %s: want a model directory (config.json + safetensors) or a .gguf file", path)
 	}
-	return loadDir(path)
+	return loadDir(path, opts)
 }
 
-func loadDir(dir string) (Model, error) {
+func loadDir(dir string, opts LoadOptions) (Model, error) {
 	cfgPath := filepath.Join(dir, "config.json")
 	data, err := os.ReadFile(cfgPath)
 	if err != nil {
@@ -77,12 +77,18 @@ func loadDir(dir string) (Model, error) {
 	for _, f := range set.Files {
 		files = append(files, f.Path)
 	}
-	m, err := build(cfg, data, nn.NewWeights(nn.Safetensors(set), cfg.Quantization))
+	w := nn.NewWeights(nn.Safetensors(set), cfg.Quantization)
+	adapters, infos, closeAdapters, err := openAdapters(w, opts, cfg.NumHiddenLayers)
+	if err != nil {
+		return nil, err
+	}
+	defer closeAdapters()
+	m, err := build(cfg, data, w)
 	if err != nil {
 		return nil, fmt.Errorf("cannot load %s model from %s: %w", cfg.ModelType, dir, err)
 	}
 	m.info.Format = "safetensors"
 	m.info.Path = dir
 	m.info.Artifact = newArtifact(files)
-	return m, nil
+	return adapt(m, adapters, infos), nil
 }

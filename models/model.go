@@ -42,10 +42,21 @@ type Info struct {
 	Path          string
 	// Artifact identifies the exact files; hashing is deferred until asked.
 	Artifact *Artifact
+	// Adapters are the LoRA adapters loaded with the model, in
+	// LoadOptions' order.
+	Adapters []AdapterInfo
 }
 
 // LoadOptions tunes Load. The zero value is mlx-lm's behaviour.
-type LoadOptions struct{}
+type LoadOptions struct {
+	// Adapters are LoRA adapters to load with the model, as mlx_lm.generate
+	// --adapter-path applies one: unfused, Load returns an Adapted model.
+	Adapters []Adapter
+	// FuseAdapter folds the one adapter into the weights as mlx_lm.fuse
+	// does (quantized weights are quantized again); Load returns a plain
+	// model.
+	FuseAdapter bool
+}
 
 // Artifact is the set of files a model was loaded from; its fingerprint
 // (DESIGN.md §9) is computed on first use and cached, since hashing

@@ -15,11 +15,19 @@ type Linear struct {
 	// packed replaces weight, scales and biases when mlxgo's CPU kernels run:
 	// the same quantized weight, laid out for them (mlx.Packed).
 	packed *mlx.Packed
+	// lora is the layer's unfused LoRA adapters (lora.go); nil: none.
+	lora *adapted
 }
 
 // Linear takes module path's weights: out x in, quantized when the
 // checkpoint says so (see moduleQuant), with an optional bias.
 func (ws *Weights) Linear(path string, in, out int, bias bool) *Linear {
+	return ws.linear(path, in, out, bias, true)
+}
+
+// linear is Linear; adaptable is false for a table that is not a linear
+// layer in mlx-lm (an embedding), which adapters must not touch.
+func (ws *Weights) linear(path string, in, out int, bias, adaptable bool) *Linear {
 	if ws.err != nil {
 		return nil
 	}
@@ -39,15 +47,28 @@ func (ws *Weights) Linear(path string, in, out int, bias bool) *Linear {
 	if bias {
 		l.bias = ws.Get(path+".bias", out)
 	}
-	if q != nil && ws.pack {
+	if ws.adapters != nil && adaptable && ws.err == nil {
+		ws.adaptLinear(l, path, in, out)
+	}
+	// DoRA reads the quantized weight in MLX's layout: it stays unpacked.
+	if q != nil && ws.pack && !l.lora.dora() {
 		ws.packLinear(l)
 	}
 	return l
 }
 
-// Apply is Linear.__call__: addmm with a bias, x @ W.T without; the
-// quantized form adds its bias after the quantized matmul.
+// Apply is Linear.__call__, or with unfused adapters LoRALinear.__call__
+// for the rows the adapters select.
 func (l *Linear) Apply(x *mlx.Array) *mlx.Array {
+	if l.lora != nil {
+		return l.lora.apply(l, x)
+	}
+	return l.apply(x)
+}
+
+// apply is Linear.__call__: addmm with a bias, x @ W.T without; the
+// quantized form adds its bias after the quantized matmul.
+func (l *Linear) apply(x *mlx.Array) *mlx.Array {
 	if l.q != nil {
 		var y *mlx.Array
 		if l.packed != nil {
@@ -82,7 +103,8 @@ type Projections struct {
 // without a bias and packing is on; otherwise one by one.
 func (ws *Weights) Projections(paths []string, in int, outs []int, bias bool) *Projections {
 	p := &Projections{widths: outs}
-	if !bias {
+	// An adapted projection adds its own update to its own output.
+	if !bias && (ws.adapters == nil || !slices.ContainsFunc(paths, ws.adapters.adapts)) {
 		p.fused = ws.fuse(paths, in, outs)
 	}
 	if p.fused == nil {
@@ -177,7 +199,8 @@ type Embedding struct {
 
 // Embedding takes a vocab x dims table at path.
 func (ws *Weights) Embedding(path string, vocab, dims int) *Embedding {
-	l := ws.Linear(path, dims, vocab, false)
+	ws.refuseAdapted(path, "embedding")
+	l := ws.linear(path, dims, vocab, false, false)
 	if l == nil {
 		return nil
 	}
