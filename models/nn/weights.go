@@ -44,6 +44,8 @@ type Weights struct {
 	// pack: repack quantized linear weights for mlxgo's CPU kernels, which
 	// run when they are selected and the default device is the CPU.
 	pack bool
+	// adapters: the LoRA adapters linear layers take (SetAdapters); nil: none.
+	adapters *Adapters
 }
 
 // NewWeights takes the tensors of a checkpoint and its quantization (nil:
@@ -195,6 +197,9 @@ func shapeMatches(got, want []int) bool {
 func (ws *Weights) Finish() error {
 	if ws.err != nil {
 		return ws.err
+	}
+	if err := ws.adapters.leftovers(); err != nil {
+		return err
 	}
 	var extra []string
 	for name := range ws.src {
