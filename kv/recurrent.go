@@ -60,3 +60,36 @@ func (c *Arrays) Free() {
 	}
 	c.offset = 0
 }
+
+// EachRow runs f, a recurrent layer's stateful part, on xs ([B, ...]
+// arrays) with cache c. When c is a decode batch's Rows, f runs once per
+// row on that row's slices of xs with that row's own cache, and the results
+// are concatenated back along the first axis: each row's state is its own
+// array and its result has the bits the row has alone. Otherwise it is
+// f(c, xs...).
+func EachRow(c Cache, f func(c Cache, xs ...*mlx.Array) *mlx.Array, xs ...*mlx.Array) *mlx.Array {
+	r, ok := c.(*Rows)
+	if !ok {
+		return f(c, xs...)
+	}
+	outs := make([]*mlx.Array, len(r.rows))
+	for i, rc := range r.rows {
+		part := make([]*mlx.Array, len(xs))
+		for j, x := range xs {
+			part[j] = firstAxisRow(x, i)
+		}
+		outs[i] = f(rc, part...)
+	}
+	return mlx.Concatenate(outs, 0)
+}
+
+// firstAxisRow is x[i:i+1] on an array of any rank.
+func firstAxisRow(x *mlx.Array, i int) *mlx.Array {
+	sh := x.Shape()
+	if len(sh) == 0 {
+		return mlx.Slice(x, []int{i}, []int{i + 1}) // carries MLX's shape error
+	}
+	start, stop := make([]int, len(sh)), append([]int(nil), sh...)
+	start[0], stop[0] = i, i+1
+	return mlx.Slice(x, start, stop)
+}

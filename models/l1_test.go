@@ -153,6 +153,8 @@ func cacheKind(c kv.Cache) string {
 		return "RotatingKVCache"
 	case *kv.Quantized:
 		return "QuantizedKVCache"
+	case *kv.Arrays:
+		return "ArraysCache"
 	}
 	return fmt.Sprintf("%T", c)
 }

@@ -291,3 +291,67 @@ func (ws *Weights) Stack(dst string, srcs []string) {
 		return out, mlx.Eval(out)
 	}}
 }
+
+// Transform replaces each tensor match picks by f of it, the way a
+// sanitize() rewrites a tensor in place (a moved axis, say); match returns
+// the new shape. Nothing is loaded until the tensor is taken.
+func (ws *Weights) Transform(match func(name string, shape []int) ([]int, bool), f func(*mlx.Array) *mlx.Array) {
+	for name, t := range ws.src {
+		if ws.dropped[name] {
+			continue
+		}
+		shape, ok := match(name, t.Shape)
+		if !ok {
+			continue
+		}
+		load := t.Load
+		ws.src[name] = Tensor{Shape: shape, Dtype: t.Dtype, Load: func() (*mlx.Array, error) {
+			a, err := load()
+			if err != nil {
+				return nil, err
+			}
+			defer a.Free()
+			out := f(a)
+			return out, mlx.Eval(out)
+		}}
+	}
+}
+
+// Split replaces src by len(dsts) equal parts along axis (negative counts
+// from the end), the way a sanitize() slices a fused tensor (a mixture of
+// experts' gate_up_proj into gate and up); src is popped. Nothing is
+// loaded until a part is taken.
+func (ws *Weights) Split(src string, axis int, dsts ...string) {
+	if ws.err != nil {
+		return
+	}
+	t, ok := ws.src[src]
+	if !ok || ws.dropped[src] {
+		ws.Fail(fmt.Errorf("cannot find weight %s", src))
+		return
+	}
+	if axis < 0 {
+		axis += len(t.Shape)
+	}
+	if axis < 0 || axis >= len(t.Shape) || len(dsts) == 0 || t.Shape[axis]%len(dsts) != 0 {
+		ws.Fail(fmt.Errorf("cannot split %s of shape %v into %d parts along axis %d", src, t.Shape, len(dsts), axis))
+		return
+	}
+	ws.dropped[src] = true
+	n := t.Shape[axis] / len(dsts)
+	for i, dst := range dsts {
+		shape := slices.Clone(t.Shape)
+		shape[axis] = n
+		ws.src[dst] = Tensor{Shape: shape, Dtype: t.Dtype, Load: func() (*mlx.Array, error) {
+			a, err := t.Load()
+			if err != nil {
+				return nil, err
+			}
+			defer a.Free()
+			start, stop := make([]int, len(t.Shape)), slices.Clone(t.Shape)
+			start[axis], stop[axis] = i*n, (i+1)*n
+			out := mlx.Slice(a, start, stop)
+			return out, mlx.Eval(out)
+		}}
+	}
+}

@@ -67,7 +67,9 @@ class Recorder:
     def __call__(self, inputs, cache=None, input_embeddings=None):
         entry = {
             "tokens": int(inputs.shape[1]),
-            "offset": int(self.cache[0].offset),
+            # the first cache that counts tokens: mlx-lm's ArraysCache (a
+            # linear-attention layer's state) has no offset
+            "offset": next(int(c.offset) for c in self.cache if hasattr(c, "offset")),
             # cache kinds as generate_step left them before this call
             "caches": sorted({type(c).__name__ for c in self.cache}),
         }
@@ -276,7 +278,7 @@ def suite_cases(models: Path) -> dict:
         # gemma3, gemma4, gpt_oss: longer than their windows; qwen3_moe and
         # gpt_oss: 39 prefill tokens x top 2 >= 64 indices, so SwitchGLU takes
         # its sorted path
-        plen = 40 if d.name.startswith(("gemma3", "qwen3_moe", "gpt_oss", "gemma4")) else 24
+        plen = 40 if d.name.startswith(("gemma3", "qwen3_moe", "gpt_oss", "gemma4", "qwen3_next", "qwen3_5_moe")) else 24
         cases[d.name] = dict(model=d.name, prompt_len=plen)
     cases.update({
         "llama-f32-prefill8": dict(model="llama-f32", prefill_step_size=8),
@@ -293,6 +295,19 @@ def suite_cases(models: Path) -> dict:
         # a concatenated prefill; 8 x top 2 < 64: SwitchGLU's unsorted path
         "gpt_oss-f32-prefill8": dict(model="gpt_oss-f32", prompt_len=40, prefill_step_size=8),
         "minicpm-f32-prefill8": dict(model="minicpm-f32", prefill_step_size=8),
+        # gemma4: the KV-shared layers read the rotating and growable caches
+        # of earlier layers across chunks; 8 x top 2 < 64: the unsorted path
+        "gemma4_text-bf16-prefill8": dict(model="gemma4_text-bf16", prompt_len=40, prefill_step_size=8),
+        "gemma4_text_moe-f32-prefill8": dict(model="gemma4_text_moe-f32", prompt_len=40, prefill_step_size=8),
+        "gemma4-f32-prefill16": dict(model="gemma4-f32", prompt_len=40, prefill_step_size=16),
+        # the hybrids' recurrent state and conv inputs carried across chunks;
+        # kv bits quantize the attention layers only; --max-kv-size is
+        # ignored (make_cache)
+        "qwen3_5-bf16-prefill8": dict(model="qwen3_5-bf16", prefill_step_size=8),
+        "qwen3_5-q4g32-prefill5": dict(model="qwen3_5-q4g32", prefill_step_size=5),
+        "qwen3_next-q4g64-prefill8": dict(model="qwen3_next-q4g64", prompt_len=40, prefill_step_size=8),
+        "qwen3_5-bf16-kv4-start0": dict(model="qwen3_5-bf16", kv_bits=4, quantized_kv_start=0),
+        "qwen3_5-f32-maxkv16": dict(model="qwen3_5-f32", max_kv_size=16),
         "gemma3-bf16-prefill16": dict(model="gemma3-bf16", prompt_len=40, prefill_step_size=16),
         # --kv-bits: the default start (5000) is never reached by a short
         # prompt; start 0 switches right after the first prefill call, start
