@@ -18,7 +18,9 @@ import (
 	"github.com/mlxgo/mlxgo/models/phi3"
 	"github.com/mlxgo/mlxgo/models/qwen2"
 	"github.com/mlxgo/mlxgo/models/qwen3"
+	"github.com/mlxgo/mlxgo/models/qwen3_5"
 	"github.com/mlxgo/mlxgo/models/qwen3_moe"
+	"github.com/mlxgo/mlxgo/models/qwen3_next"
 )
 
 // architectures maps config.json's model_type to the package building it.
@@ -34,6 +36,9 @@ var architectures = map[string]nn.Builder{
 	"gpt_oss":     gpt_oss.New,
 	"phi3":        phi3.New,
 	"qwen3_moe":   qwen3_moe.New,
+	"qwen3_next":  qwen3_next.New,
+	"qwen3_5":     qwen3_5.New,
+	"qwen3_5_moe": qwen3_5.NewMoE,
 }
 
 // textConfigs maps the model_type of a multimodal wrapper to its language
@@ -42,6 +47,9 @@ var architectures = map[string]nn.Builder{
 var textConfigs = map[string]func(config []byte) ([]byte, error){
 	"gemma3":   gemma3.TextConfig,
 	"mistral3": mistral3.TextConfig,
+	// qwen3_5 and qwen3_5_moe: text_config with TextModelArgs' defaults
+	"qwen3_5":     qwen3_5.TextConfig,
+	"qwen3_5_moe": qwen3_5.TextConfig,
 }
 
 // Supported lists the model types Load accepts.

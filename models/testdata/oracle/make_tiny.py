@@ -199,11 +199,69 @@ ARCHS["gpt_oss"] = dict(
                       original_max_position_embeddings=64, truncate=False),
 )
 
+# qwen3_next: Gated DeltaNet layers (0, 2: 4 value heads over 2 key heads,
+# conv kernel 4) and gated full attention (1, 3: full_attention_interval 2,
+# partial RoPE on 16 of 64 head dims); sparse MoE (8 experts, top 2, a gated
+# shared expert) on layers 0, 2, 3, dense on 1 (mlp_only_layers); untied
+ARCHS["qwen3_next"] = dict(
+    _BASE,
+    model_type="qwen3_next",
+    num_hidden_layers=4,
+    head_dim=64,
+    rope_theta=10000000.0,
+    partial_rotary_factor=0.25,
+    linear_num_value_heads=4,
+    linear_num_key_heads=2,
+    linear_key_head_dim=16,
+    linear_value_head_dim=16,
+    linear_conv_kernel_dim=4,
+    full_attention_interval=2,
+    num_experts=8,
+    num_experts_per_tok=2,
+    decoder_sparse_step=1,
+    shared_expert_intermediate_size=64,
+    mlp_only_layers=[1],
+    moe_intermediate_size=64,
+    norm_topk_prob=True,
+    tie_word_embeddings=False,
+)
+
+# qwen3_5 (Qwen3.5 / 3.6 text): the multimodal wrapper around a dense hybrid
+# text model (layers 0-2 Gated DeltaNet, 3 full attention: the default
+# interval 4), rope in rope_parameters (rope_type, partial_rotary_factor
+# 0.25), tied; the f32 file is written as a Hugging Face checkpoint
+# (hf_checkpoint) so that sanitize's renames, conv1d axis move and 1 + norm
+# run in both loaders
+_QWEN3_5_TEXT = dict(
+    _BASE,
+    model_type="qwen3_5_text",
+    num_hidden_layers=4,
+    head_dim=64,
+    linear_num_value_heads=4,
+    linear_num_key_heads=2,
+    linear_key_head_dim=32,
+    linear_value_head_dim=16,
+    linear_conv_kernel_dim=4,
+    tie_word_embeddings=True,
+    rope_parameters=dict(rope_type="default", rope_theta=10000000.0, partial_rotary_factor=0.25,
+                         mrope_section=[2, 1, 1], mrope_interleaved=True),
+)
+ARCHS["qwen3_5"] = dict(model_type="qwen3_5", text_config=_QWEN3_5_TEXT,
+                        vision_config=dict(model_type="qwen3_5", hidden_size=16))
+# qwen3_5_moe: every layer sparse (4 experts, top 2, shared expert), untied;
+# its f32 file fuses each layer's experts into gate_up_proj / down_proj
+ARCHS["qwen3_5_moe"] = dict(
+    model_type="qwen3_5_moe",
+    text_config=dict(_QWEN3_5_TEXT, model_type="qwen3_5_moe_text", num_hidden_layers=4,
+                     tie_word_embeddings=False, num_experts=4, num_experts_per_tok=2,
+                     shared_expert_intermediate_size=64, moe_intermediate_size=64),
+)
+
 # An architecture's seed is SEED + its index here: the first six in sorted
 # order (how the seeds were first given), every later one appended.
 SEED_ORDER = ["gemma3_text", "llama", "llama_rope3", "llama_tied", "qwen2", "qwen3",
               "qwen3_moe", "ministral3", "mistral3", "phi3", "gemma3", "mistral3_llama",
-              "minicpm", "gpt_oss"]
+              "minicpm", "gpt_oss", "qwen3_next", "qwen3_5", "qwen3_5_moe"]
 assert sorted(SEED_ORDER) == sorted(ARCHS)
 
 # Variants derived from <arch>-f32: (suffix, dtype, quantization or None).
@@ -226,6 +284,11 @@ VARIANTS = {
     # MLX's CPU expert matmuls are float32 only: bf16 is recorded as MLX's
     # error, the quantized models keep float32 activations
     "gpt_oss": [("bf16", "bfloat16", None), ("q4g64", "float32", (64, 4))],
+    # quantize_model takes the MoE quant_predicate: router and shared-expert
+    # gate 8-bit; bf16 MoE stops at gather_mm on the CPU, as for qwen3_moe
+    "qwen3_next": [("bf16", "bfloat16", None), ("q4g64", "bfloat16", (64, 4))],
+    "qwen3_5": [("bf16", "bfloat16", None), ("q4g64", "bfloat16", (64, 4)), ("q4g32", "bfloat16", (32, 4))],
+    "qwen3_5_moe": [("q4g64", "bfloat16", (64, 4))],
 }
 
 # Llama-3.2-1B's shape (benchmarks only; ~2.5 GB in bf16).
@@ -293,10 +356,17 @@ def build_f32(name: str, config: dict, out: Path, seed: int) -> None:
         model.pop("lm_head")
     if config["model_type"] == "gpt_oss":
         randomize_zero_inits(model, ("sinks", "experts.gate_proj.bias", "experts.up_proj.bias", "experts.down_proj.bias"))
+    if config["model_type"] in ("qwen3_next", "qwen3_5", "qwen3_5_moe"):
+        # dt_bias starts as all ones: random values, so a misplaced one shows
+        model.update(tree_map_with_path(
+            lambda p, v: 1.0 + mx.random.normal(v.shape, dtype=mx.float32) * 0.5 if p.endswith("dt_bias") else v,
+            model.parameters()))
     mx.eval(model.parameters())
     save(model, dict(config, torch_dtype="float32"), out)
     if config["model_type"] in ("mistral3", "gemma3"):
         add_vision_tensors(out)
+    if config["model_type"] in ("qwen3_5", "qwen3_5_moe"):
+        hf_checkpoint(out)
 
 
 def add_vision_tensors(out: Path) -> None:
@@ -306,6 +376,39 @@ def add_vision_tensors(out: Path) -> None:
     weights = mx.load(str(path))
     weights["vision_tower.transformer.layers.0.attention.q_proj.weight"] = mx.zeros((16, 16))
     weights["multi_modal_projector.linear_1.weight"] = mx.zeros((64, 16))
+    mx.save_safetensors(str(path), weights, metadata={"format": "mlx"})
+    index = json.loads((out / "model.safetensors.index.json").read_text())
+    index["weight_map"] = {k: "model.safetensors" for k in sorted(weights)}
+    (out / "model.safetensors.index.json").write_text(json.dumps(index, indent=4))
+
+
+def hf_checkpoint(out: Path) -> None:
+    """Rewrite a saved qwen3_5 / qwen3_5_moe model the way its Hugging Face
+    checkpoint stores it, which mlx-lm's sanitize undoes on load: keys under
+    model.language_model (lm_head bare), conv1d weights [C, 1, K], the
+    decoder norms as offsets from 1, a vision tower and an mtp head to drop,
+    and (MoE) each layer's experts fused as experts.gate_up_proj /
+    experts.down_proj."""
+    path = out / "model.safetensors"
+    src = mx.load(str(path))
+    norms = (".input_layernorm.weight", ".post_attention_layernorm.weight", "model.norm.weight",
+             ".q_norm.weight", ".k_norm.weight")
+    weights = {}
+    for k, v in src.items():
+        if "conv1d.weight" in k:
+            v = v.moveaxis(1, 2)
+        if k.endswith(norms):
+            v = v - 1.0
+        k = k.replace("language_model.model.", "model.language_model.").replace("language_model.lm_head", "lm_head")
+        weights[k] = v
+    for k in [k for k in weights if k.endswith(".mlp.switch_mlp.gate_proj.weight")]:
+        p = k.removesuffix("switch_mlp.gate_proj.weight")
+        gate = weights.pop(k)
+        up = weights.pop(p + "switch_mlp.up_proj.weight")
+        weights[p + "experts.gate_up_proj"] = mx.concatenate([gate, up], axis=-2)
+        weights[p + "experts.down_proj"] = weights.pop(p + "switch_mlp.down_proj.weight")
+    weights["model.visual.blocks.0.attn.qkv.weight"] = mx.zeros((48, 16))
+    weights["mtp.fc.weight"] = mx.zeros((64, 128))
     mx.save_safetensors(str(path), weights, metadata={"format": "mlx"})
     index = json.loads((out / "model.safetensors.index.json").read_text())
     index["weight_map"] = {k: "model.safetensors" for k in sorted(weights)}
