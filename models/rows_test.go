@@ -66,6 +66,15 @@ func TestForwardRowsMatchesForward(t *testing.T) {
 		{"phi3-q4g64", kv.Options{MaxKVSize: 16}, []int{5, 14, 30}},
 		{"gemma3-bf16", kv.Options{}, []int{5, 14, 30}},
 		{"gemma3-q4g32", kv.Options{}, []int{20, 3, 17}},
+		// Gated DeltaNet layers: each row's conv inputs and recurrent state
+		// (kv.Arrays) through kv.EachRow, a row of one token from empty
+		// state; --max-kv-size does not apply (make_cache)
+		{"qwen3_5-bf16", kv.Options{}, []int{5, 13, 30}},
+		{"qwen3_5-f32", kv.Options{MaxKVSize: 16}, []int{1, 9, 22, 4}},
+		{"qwen3_5-q4g64", kv.Options{}, []int{10, 3, 25}},
+		{"qwen3_next-f32", kv.Options{}, []int{5, 13, 40}},
+		{"qwen3_next-q4g64", kv.Options{}, []int{9, 3, 33, 20}},
+		{"qwen3_5_moe-q4g64", kv.Options{}, []int{20, 3, 12}},
 		{"gpt_oss-f32", kv.Options{}, []int{5, 17, 40}},
 		{"gpt_oss-q4g64", kv.Options{}, []int{20, 3, 12}},
 		{"minicpm-bf16", kv.Options{}, []int{4, 12, 20}},
