@@ -9,6 +9,7 @@ import (
 	"github.com/mlxgo/mlxgo/kv"
 	"github.com/mlxgo/mlxgo/mlx"
 	"github.com/mlxgo/mlxgo/models/gemma3"
+	"github.com/mlxgo/mlxgo/models/gemma4"
 	"github.com/mlxgo/mlxgo/models/gpt_oss"
 	"github.com/mlxgo/mlxgo/models/llama"
 	"github.com/mlxgo/mlxgo/models/minicpm"
@@ -33,6 +34,8 @@ var architectures = map[string]nn.Builder{
 	"qwen3":       qwen3.New,
 	"gemma3":      gemma3.NewVLM,
 	"gemma3_text": gemma3.New,
+	"gemma4":      gemma4.NewVLM,
+	"gemma4_text": gemma4.New,
 	"gpt_oss":     gpt_oss.New,
 	"phi3":        phi3.New,
 	"qwen3_moe":   qwen3_moe.New,
@@ -46,6 +49,7 @@ var architectures = map[string]nn.Builder{
 // it), which ParseConfig reads the sizes from.
 var textConfigs = map[string]func(config []byte) ([]byte, error){
 	"gemma3":   gemma3.TextConfig,
+	"gemma4":   gemma4.TextConfig,
 	"mistral3": mistral3.TextConfig,
 	// qwen3_5 and qwen3_5_moe: text_config with TextModelArgs' defaults
 	"qwen3_5":     qwen3_5.TextConfig,
@@ -79,7 +83,11 @@ func build(cfg *Config, config []byte, w *nn.Weights) (*lm, error) {
 		return nil, err
 	}
 	f := arch.Facts()
-	return &lm{arch: arch, w: w, layers: f.Layers, info: Info{
+	caches := f.Layers
+	if f.Caches > 0 {
+		caches = f.Caches
+	}
+	return &lm{arch: arch, w: w, layers: caches, info: Info{
 		ModelType:     cfg.ModelType,
 		VocabSize:     cfg.VocabSize,
 		ContextLength: f.ContextLength,
@@ -116,7 +124,7 @@ type lm struct {
 	arch   nn.Decoder
 	w      *nn.Weights
 	info   Info
-	layers int
+	layers int // caches per sequence: one per layer but for KV-shared layers
 }
 
 func (m *lm) Decoder() nn.Decoder                  { return m.arch }

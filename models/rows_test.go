@@ -79,6 +79,12 @@ func TestForwardRowsMatchesForward(t *testing.T) {
 		{"gpt_oss-q4g64", kv.Options{}, []int{20, 3, 12}},
 		{"minicpm-bf16", kv.Options{}, []int{4, 12, 20}},
 		{"minicpm-q4g32", kv.Options{MaxKVSize: 16}, []int{5, 14, 30}},
+		{"gemma4_text-bf16", kv.Options{}, []int{5, 14, 30}},
+		{"gemma4_text-f32", kv.Options{}, []int{15, 2, 33}},
+		{"gemma4_text-q4g64", kv.Options{}, []int{9, 16, 40}},
+		{"gemma4_text_moe-f32", kv.Options{}, []int{5, 17, 40}},
+		{"gemma4_text_moe-q4g32", kv.Options{}, []int{20, 3, 12}},
+		{"gemma4-bf16", kv.Options{}, []int{4, 18, 25}},
 		// The default model's shapes (576 hidden, 49152 vocab, Q4_1 as
 		// affine group 32), converted from its GGUF by the oracle.
 		{"smollm2-q4_1", kv.Options{}, []int{3, 24, 9}},

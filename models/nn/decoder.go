@@ -29,6 +29,10 @@ type Facts struct {
 	Layers        int
 	ContextLength int    // after the architecture's default; 0 if unknown
 	Dtype         string // activation dtype (that of the embedding)
+	// Caches is how many caches NewCaches makes when that is fewer than
+	// Layers (gemma4's KV-shared layers read an earlier layer's cache and
+	// have none of their own); 0 means one per layer.
+	Caches int
 }
 
 // Builder makes an architecture's Decoder from its config.json (the raw

@@ -112,8 +112,14 @@ func NewRoPE(ws *Weights, dims int, base float64, traditional bool, scaling Rope
 			return nil, err
 		}
 		return &RoPE{dims: dims, traditional: traditional, scale: 1, freqs: ws.Keep(freqs), mscale: mscale}, nil
+	case "proportional":
+		freqs, err := proportionalFreqs(dims, base, scaling)
+		if err != nil {
+			return nil, err
+		}
+		return &RoPE{dims: dims, traditional: traditional, scale: 1, freqs: ws.Keep(freqs)}, nil
 	default:
-		return nil, fmt.Errorf("rope_scaling type %q is not supported (default, linear, llama3, yarn)", t)
+		return nil, fmt.Errorf("rope_scaling type %q is not supported (default, linear, llama3, yarn, proportional)", t)
 	}
 }
 
@@ -145,6 +151,32 @@ func llama3Freqs(dims int, base float64, sc RopeScaling) (*mlx.Array, error) {
 	smooth := mlx.Divide(mlx.Subtract(mlx.Divide(f32(old), wavelens), f32(low)), f32(high-low))
 	smoothFreqs := mlx.Divide(freqs, mlx.Add(mlx.Divide(mlx.Subtract(f32(1), smooth), f32(factor)), smooth))
 	out := mlx.Where(isMedium, smoothFreqs, freqs)
+	return out, mlx.Eval(out)
+}
+
+// proportionalFreqs is ProportionalRoPE's frequency table (gemma4's global
+// layers): factor * base ** (arange(0, rotated, 2) / dims) for the first
+// rotated = int(dims * partial_rotary_factor) dimensions, infinity (no
+// rotation) for the rest, in float32 as rope_utils computes it.
+func proportionalFreqs(dims int, base float64, sc RopeScaling) (*mlx.Array, error) {
+	partial, err1 := sc.Float("partial_rotary_factor", 1)
+	factor, err2 := sc.Float("factor", 1)
+	for _, err := range []error{err1, err2} {
+		if err != nil {
+			return nil, err
+		}
+	}
+	rotated := int(float64(dims) * partial)
+	if rotated > dims || rotated < 0 || dims < 2 {
+		return nil, fmt.Errorf("proportional rope: rotated dims %d for head dim %d", rotated, dims)
+	}
+	f32 := func(v float64) *mlx.Array { return mlx.Scalar(float32(v), mlx.Float32) }
+	exps := mlx.Divide(mlx.Arange(0, float64(rotated), 2, mlx.Float32), f32(float64(dims)))
+	parts := []*mlx.Array{mlx.Multiply(f32(factor), mlx.Power(f32(base), exps))}
+	if rest := (dims - rotated) / 2; rest > 0 {
+		parts = append(parts, mlx.Full([]int{rest}, mlx.Scalar(float32(math.Inf(1)), mlx.Float32), mlx.Float32))
+	}
+	out := mlx.Concatenate(parts, 0)
 	return out, mlx.Eval(out)
 }
 

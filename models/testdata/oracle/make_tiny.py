@@ -257,11 +257,62 @@ ARCHS["qwen3_5_moe"] = dict(
                      shared_expert_intermediate_size=64, moe_intermediate_size=64),
 )
 
+# gemma4_text: layer_types s,s,f,s,s,f (window 16); full layers with their own
+# head_dim 64 and proportional rope on a quarter of it, sliding ones 32 with
+# default rope; layers 4,5 KV-shared (they read layers 3 and 2; double-wide
+# MLPs); per-layer inputs (32 per layer); softcap 30; tied
+GEMMA4_TEXT = dict(
+    _BASE,
+    model_type="gemma4_text",
+    num_hidden_layers=6,
+    intermediate_size=64,
+    head_dim=32,
+    global_head_dim=64,
+    rms_norm_eps=1e-6,
+    sliding_window=16,
+    sliding_window_pattern=3,
+    num_kv_shared_layers=2,
+    hidden_size_per_layer_input=32,
+    vocab_size_per_layer_input=512,
+    rope_parameters=dict(
+        full_attention=dict(partial_rotary_factor=0.25, rope_theta=1000000.0, rope_type="proportional"),
+        sliding_attention=dict(rope_theta=10000.0, rope_type="default"),
+    ),
+)
+ARCHS["gemma4_text"] = GEMMA4_TEXT
+# gemma4_text with the 26B's features instead: a mixture of experts beside
+# the dense MLP (top 2 of 8, gelu experts), K = V on full layers with their
+# own KV heads, no KV sharing, no per-layer inputs, explicit layer_types
+ARCHS["gemma4_text_moe"] = dict(
+    GEMMA4_TEXT,
+    num_hidden_layers=4,
+    num_kv_shared_layers=0,
+    hidden_size_per_layer_input=0,
+    layer_types=["sliding_attention", "full_attention", "sliding_attention", "full_attention"],
+    attention_k_eq_v=True,
+    num_global_key_value_heads=1,
+    enable_moe_block=True,
+    num_experts=8,
+    top_k_experts=2,
+    moe_intermediate_size=32,
+)
+# gemma4: the multimodal wrapper around gemma4_text; text_config has no
+# vocab_size (the top level's wins) and no head counts (gemma4.py's defaults,
+# 8 and 1); the f32 file also carries vision tower and projector tensors
+ARCHS["gemma4"] = dict(
+    model_type="gemma4",
+    vocab_size=512,
+    text_config={k: v for k, v in GEMMA4_TEXT.items()
+                 if k not in ("vocab_size", "num_attention_heads", "num_key_value_heads")},
+    vision_config=dict(model_type="gemma4_vision", hidden_size=16),
+)
+
 # An architecture's seed is SEED + its index here: the first six in sorted
 # order (how the seeds were first given), every later one appended.
 SEED_ORDER = ["gemma3_text", "llama", "llama_rope3", "llama_tied", "qwen2", "qwen3",
               "qwen3_moe", "ministral3", "mistral3", "phi3", "gemma3", "mistral3_llama",
-              "minicpm", "gpt_oss", "qwen3_next", "qwen3_5", "qwen3_5_moe"]
+              "minicpm", "gpt_oss", "qwen3_next", "qwen3_5", "qwen3_5_moe", "gemma4_text", "gemma4_text_moe",
+              "gemma4"]
 assert sorted(SEED_ORDER) == sorted(ARCHS)
 
 # Variants derived from <arch>-f32: (suffix, dtype, quantization or None).
@@ -284,6 +335,10 @@ VARIANTS = {
     # MLX's CPU expert matmuls are float32 only: bf16 is recorded as MLX's
     # error, the quantized models keep float32 activations
     "gpt_oss": [("bf16", "bfloat16", None), ("q4g64", "float32", (64, 4))],
+    "gemma4_text": [("bf16", "bfloat16", None), ("q4g64", "bfloat16", (64, 4))],
+    # quantize_model takes gemma4's quant_predicate: the router 8-bit
+    "gemma4_text_moe": [("bf16", "bfloat16", None), ("q4g32", "float32", (32, 4))],
+    "gemma4": [("bf16", "bfloat16", None), ("q4g32", "bfloat16", (32, 4))],
     # quantize_model takes the MoE quant_predicate: router and shared-expert
     # gate 8-bit; bf16 MoE stops at gather_mm on the CPU, as for qwen3_moe
     "qwen3_next": [("bf16", "bfloat16", None), ("q4g64", "bfloat16", (64, 4))],
@@ -328,13 +383,14 @@ def randomize_extras(model: nn.Module, gemma_norms: bool) -> None:
     model.update(tree_map_with_path(perturb, model.parameters()))
 
 
-def randomize_zero_inits(model: nn.Module, suffixes: tuple) -> None:
-    """Give parameters mlx-lm initializes to zeros (gpt_oss's sinks and
-    expert biases) random values, so a missing one changes the logits."""
+def randomize_zero_inits(model: nn.Module, suffixes: tuple, base: float = 0.0) -> None:
+    """Give parameters mlx-lm initializes to constants (gpt_oss's sinks and
+    expert biases at 0, gemma4's scalars at base 1) random values around
+    them, so a missing one changes the logits."""
 
     def perturb(path, v):
         if path.endswith(suffixes):
-            return mx.random.normal(v.shape, dtype=mx.float32) * 0.5
+            return base + mx.random.normal(v.shape, dtype=mx.float32) * 0.5
         return v
 
     model.update(tree_map_with_path(perturb, model.parameters()))
@@ -345,7 +401,8 @@ def build_f32(name: str, config: dict, out: Path, seed: int) -> None:
     mx.random.seed(seed)
     model_class, args_class = _get_classes(config)
     model = model_class(args_class.from_dict(config))
-    randomize_extras(model, gemma_norms=config["model_type"].startswith("gemma"))
+    # gemma3's norms scale by 1 + weight; gemma4's by the weight, as llama's
+    randomize_extras(model, gemma_norms=config["model_type"].startswith("gemma3"))
     if config["model_type"] == "gemma3_text":
         # Real Gemma 3 checkpoints carry no lm_head: mlx-lm ties it on load
         # when lm_head.weight is absent (Model.sanitize).
@@ -354,6 +411,9 @@ def build_f32(name: str, config: dict, out: Path, seed: int) -> None:
         model.language_model.pop("lm_head")
     if config["model_type"] == "minicpm":
         model.pop("lm_head")
+    if config["model_type"].startswith("gemma4"):
+        # all ones at init: a missing multiply would go unseen
+        randomize_zero_inits(model, ("layer_scalar", "router.scale", "router.per_expert_scale"), base=1.0)
     if config["model_type"] == "gpt_oss":
         randomize_zero_inits(model, ("sinks", "experts.gate_proj.bias", "experts.up_proj.bias", "experts.down_proj.bias"))
     if config["model_type"] in ("qwen3_next", "qwen3_5", "qwen3_5_moe"):
@@ -363,7 +423,7 @@ def build_f32(name: str, config: dict, out: Path, seed: int) -> None:
             model.parameters()))
     mx.eval(model.parameters())
     save(model, dict(config, torch_dtype="float32"), out)
-    if config["model_type"] in ("mistral3", "gemma3"):
+    if config["model_type"] in ("mistral3", "gemma3", "gemma4"):
         add_vision_tensors(out)
     if config["model_type"] in ("qwen3_5", "qwen3_5_moe"):
         hf_checkpoint(out)

@@ -1,0 +1,503 @@
+// Package gemma4 is mlx_lm/models/gemma4_text.py of mlx-lm 0.32.2 (and
+// gemma4.py, the multimodal checkpoint loaded text-only): layer_types mix
+// sliding-window layers (default RoPE) with full ones (their own head_dim,
+// proportional RoPE on part of it); q/k RMSNorms and a scale-free v norm,
+// attention scale 1; the last num_kv_shared_layers layers store no keys and
+// values but read those of the last earlier layer of their kind (and have
+// double-wide MLPs); per-layer input embeddings gate each layer's output; an
+// optional mixture of experts beside the dense MLP; a learned per-layer
+// scalar; tied embeddings and a tanh soft cap on the logits. Op for op, so
+// that logits are bit-identical to mlx-lm's (DESIGN.md §6, L1).
+package gemma4
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/mlxgo/mlxgo/kv"
+	"github.com/mlxgo/mlxgo/mlx"
+	"github.com/mlxgo/mlxgo/models/nn"
+)
+
+// Config is gemma4_text.py's ModelArgs; the pointers have its defaults.
+type Config struct {
+	HiddenSize              *int                      `json:"hidden_size"`
+	NumHiddenLayers         *int                      `json:"num_hidden_layers"`
+	IntermediateSize        *int                      `json:"intermediate_size"`
+	NumAttentionHeads       *int                      `json:"num_attention_heads"`
+	HeadDim                 *int                      `json:"head_dim"`
+	GlobalHeadDim           *int                      `json:"global_head_dim"`
+	RMSNormEps              *float64                  `json:"rms_norm_eps"`
+	VocabSize               *int                      `json:"vocab_size"`
+	VocabSizePerLayerInput  *int                      `json:"vocab_size_per_layer_input"`
+	NumKeyValueHeads        *int                      `json:"num_key_value_heads"`
+	NumGlobalKeyValueHeads  *int                      `json:"num_global_key_value_heads"`
+	NumKVSharedLayers       *int                      `json:"num_kv_shared_layers"`
+	HiddenSizePerLayerInput *int                      `json:"hidden_size_per_layer_input"`
+	RopeTraditional         bool                      `json:"rope_traditional"`
+	RopeParameters          map[string]nn.RopeScaling `json:"rope_parameters"`
+	SlidingWindow           *int                      `json:"sliding_window"`
+	SlidingWindowPattern    *int                      `json:"sliding_window_pattern"`
+	MaxPositionEmbeddings   *int                      `json:"max_position_embeddings"`
+	AttentionKEqV           bool                      `json:"attention_k_eq_v"`
+	FinalLogitSoftcapping   json.RawMessage           `json:"final_logit_softcapping"` // absent: 30; null: none
+	UseDoubleWideMLP        *bool                     `json:"use_double_wide_mlp"`
+	EnableMoEBlock          bool                      `json:"enable_moe_block"`
+	NumExperts              *int                      `json:"num_experts"`
+	TopKExperts             *int                      `json:"top_k_experts"`
+	MoEIntermediateSize     *int                      `json:"moe_intermediate_size"`
+	LayerTypes              []string                  `json:"layer_types"`
+	TieWordEmbeddings       *bool                     `json:"tie_word_embeddings"`
+}
+
+// defaultRope is ModelArgs.__post_init__'s rope_parameters.
+var defaultRope = map[string]nn.RopeScaling{
+	"full_attention":    {"partial_rotary_factor": 0.25, "rope_theta": 1000000.0, "rope_type": "proportional"},
+	"sliding_attention": {"partial_rotary_factor": 1.0, "rope_theta": 10000.0, "rope_type": "default"},
+}
+
+// shared is what a layer hands the KV-shared layers after it: its cache (or,
+// without one, the keys and values it attended over) and its position.
+type shared struct {
+	cache        kv.Cache
+	keys, values *mlx.Array
+	at           kv.Position
+}
+
+type attention struct {
+	q, k, v, o     *nn.Linear // v nil: k_eq_v, the keys' projection is the values'
+	qNorm, kNorm   *mlx.Array
+	eps            float32
+	heads, kvHeads int
+	headDim        int
+	hasKV          bool
+	rope           *nn.RoPE
+}
+
+// apply is Attention.__call__: with from set (a KV-shared layer) the keys,
+// values and position are the earlier layer's.
+func (a *attention) apply(x *mlx.Array, mask kv.Mask, c kv.Cache, from *shared) (*mlx.Array, *shared) {
+	b, l := x.Dim(0), x.Dim(1)
+	queries := mlx.RMSNorm(mlx.Reshape(a.q.Apply(x), b, l, a.heads, a.headDim), a.qNorm, a.eps)
+	var out *mlx.Array
+	if from != nil {
+		queries = a.rope.At(mlx.Transpose(queries, 0, 2, 1, 3), from.at)
+		if from.cache != nil {
+			out = kv.AttendStored(from.cache, queries, 1, mask)
+		} else {
+			out = kv.Attention(nil, queries, from.keys, from.values, 1, mask)
+		}
+	} else {
+		keys := mlx.Reshape(a.k.Apply(x), b, l, a.kvHeads, a.headDim)
+		values := keys
+		if a.v != nil {
+			values = mlx.Reshape(a.v.Apply(x), b, l, a.kvHeads, a.headDim)
+		}
+		at := kv.PositionOf(c)
+		keys = a.rope.At(mlx.Transpose(mlx.RMSNorm(keys, a.kNorm, a.eps), 0, 2, 1, 3), at)
+		values = mlx.Transpose(mlx.RMSNorm(values, nil, a.eps), 0, 2, 1, 3)
+		queries = a.rope.At(mlx.Transpose(queries, 0, 2, 1, 3), at)
+		out = kv.Attention(c, queries, keys, values, 1, mask)
+		from = &shared{cache: c, at: at}
+		if c == nil {
+			from.keys, from.values = keys, values
+		}
+	}
+	return a.o.Apply(mlx.Reshape(mlx.Transpose(out, 0, 2, 1, 3), b, l, -1)), from
+}
+
+// mlp is MLP: down(geglu(gate(x), up(x))).
+type mlp struct{ gate, up, down *nn.Linear }
+
+func (m *mlp) apply(x *mlx.Array) *mlx.Array {
+	return m.down.Apply(geglu(m.gate.Apply(x), m.up.Apply(x)))
+}
+
+// geglu is gelu_approx(gate) * x.
+func geglu(gate, x *mlx.Array) *mlx.Array { return mlx.Multiply(mlx.GeluApprox(gate), x) }
+
+// router is Router: RMS-normed input (scale * hidden^-0.5), top-k logits
+// softmaxed and scaled per expert.
+type router struct {
+	proj                  *nn.Linear
+	scale, perExpertScale *mlx.Array
+	root                  float32
+	eps                   float32
+	topK                  int
+}
+
+func (r *router) apply(x *mlx.Array) (inds, weights *mlx.Array) {
+	x = mlx.RMSNorm(x, mlx.Multiply(r.scale, mlx.ScalarLike(r.root, r.scale)), r.eps)
+	scores := r.proj.Apply(x)
+	inds = mlx.Argpartition(scores, -r.topK, -1)
+	sh := inds.Shape()
+	start := make([]int, len(sh))
+	start[len(sh)-1] = sh[len(sh)-1] - r.topK
+	inds = mlx.StopGradient(mlx.Slice(inds, start, sh))
+	weights = mlx.Softmax(mlx.TakeAlongAxis(scores, inds, -1), []int{-1}, false)
+	return inds, mlx.Multiply(weights, mlx.Take(r.perExpertScale, inds, 0))
+}
+
+// moe is the mixture beside the dense MLP (enable_moe_block).
+type moe struct {
+	router                   *router
+	experts                  *nn.SwitchGLU
+	postFF1, postFF2, preFF2 *mlx.Array
+}
+
+type block struct {
+	attn                    *attention
+	mlp                     *mlp
+	moe                     *moe
+	inputNorm, postAttnNorm *mlx.Array
+	preFFNorm, postFFNorm   *mlx.Array
+	// per-layer input gating (hidden_size_per_layer_input > 0)
+	pliGate, pliProj *nn.Linear
+	pliNorm          *mlx.Array
+	layerScalar      *mlx.Array
+	eps              float32
+}
+
+func (b *block) apply(x *mlx.Array, mask kv.Mask, c kv.Cache, pli *mlx.Array, from *shared) (*mlx.Array, *shared) {
+	h, from := b.attn.apply(mlx.RMSNorm(x, b.inputNorm, b.eps), mask, c, from)
+	h = mlx.Add(x, mlx.RMSNorm(h, b.postAttnNorm, b.eps))
+	residual := h
+	if b.moe != nil {
+		h1 := mlx.RMSNorm(b.mlp.apply(mlx.RMSNorm(h, b.preFFNorm, b.eps)), b.moe.postFF1, b.eps)
+		inds, weights := b.moe.router.apply(h)
+		h2 := b.moe.experts.Apply(mlx.RMSNorm(h, b.moe.preFF2, b.eps), inds)
+		h2 = mlx.Sum(mlx.Multiply(mlx.ExpandDims(weights, -1), h2), []int{-2}, false)
+		h = mlx.Add(h1, mlx.RMSNorm(h2, b.moe.postFF2, b.eps))
+	} else {
+		h = b.mlp.apply(mlx.RMSNorm(h, b.preFFNorm, b.eps))
+	}
+	h = mlx.Add(residual, mlx.RMSNorm(h, b.postFFNorm, b.eps))
+	if b.pliGate != nil && pli != nil {
+		gate := mlx.Multiply(mlx.GeluApprox(b.pliGate.Apply(h)), pli)
+		h = mlx.Add(h, mlx.RMSNorm(b.pliProj.Apply(gate), b.pliNorm, b.eps))
+	}
+	return mlx.Multiply(h, b.layerScalar), from
+}
+
+// Model is gemma4_text.py's Model (Gemma4TextModel and the head).
+type Model struct {
+	contextLength int
+	embed         *nn.Embedding
+	embedScale    float32
+	layers        []*block
+	norm          *mlx.Array
+	eps           float32
+	head          *nn.Head
+	softcap       float32 // 0: none
+	sliding       []bool
+	window        int
+	firstFull     int // the first layer of each kind, whose cache makes its mask
+	firstSliding  int
+	previous      []int // previous_kvs: the layer whose keys and values each reads
+	caches        int   // layers with a cache of their own
+	// per-layer inputs
+	perLayer                          int // hidden_size_per_layer_input; 0: none
+	embedPerLayer                     *nn.Embedding
+	perLayerProj                      *nn.Linear
+	perLayerProjNorm                  *mlx.Array
+	perLayerEmbedScale, perLayerScale float32
+	perLayerInputScale                float32
+}
+
+// perLayerInputs is _get_per_layer_inputs and _project_per_layer_inputs:
+// [B, L, layers, hidden_size_per_layer_input].
+func (m *Model) perLayerInputs(tokens, h *mlx.Array) *mlx.Array {
+	b, l, n := h.Dim(0), h.Dim(1), len(m.layers)
+	pli := m.embedPerLayer.Apply(tokens)
+	pli = mlx.Reshape(mlx.Multiply(pli, mlx.ScalarLike(m.perLayerEmbedScale, pli)), b, l, n, m.perLayer)
+	proj := m.perLayerProj.Apply(h)
+	proj = mlx.Reshape(mlx.Multiply(proj, mlx.ScalarLike(m.perLayerScale, proj)), b, l, n, m.perLayer)
+	proj = mlx.RMSNorm(proj, m.perLayerProjNorm, m.eps)
+	s := mlx.Add(proj, pli)
+	return mlx.Multiply(s, mlx.ScalarLike(m.perLayerInputScale, s))
+}
+
+// Forward implements nn.Decoder.
+func (m *Model) Forward(tokens *mlx.Array, caches []kv.Cache) *mlx.Array {
+	h := m.embed.Apply(tokens)
+	h = mlx.Multiply(h, mlx.ScalarLike(m.embedScale, h))
+	var pli *mlx.Array
+	if m.perLayer > 0 {
+		pli = m.perLayerInputs(tokens, h)
+	}
+	n := h.Dim(1)
+	var full, slide kv.Mask
+	if m.firstFull >= 0 {
+		full = kv.AttentionMask(n, kv.At(caches, m.firstFull), 0)
+	}
+	if m.firstSliding >= 0 {
+		slide = kv.AttentionMask(n, kv.At(caches, m.firstSliding), m.window)
+	}
+	kvs := make([]*shared, len(m.layers))
+	for i, l := range m.layers {
+		mask := full
+		if m.sliding[i] {
+			mask = slide
+		}
+		var in *mlx.Array
+		if pli != nil {
+			sh := pli.Shape()
+			in = mlx.Squeeze(mlx.Slice(pli, []int{0, 0, i, 0}, []int{sh[0], sh[1], i + 1, sh[3]}), 2)
+		}
+		var c kv.Cache
+		if i < m.caches {
+			c = kv.At(caches, i)
+		}
+		h, kvs[i] = l.apply(h, mask, c, in, kvs[m.previous[i]])
+	}
+	return mlx.RMSNorm(h, m.norm, m.eps)
+}
+
+// Unembed implements nn.Decoder: the head, then tanh(x / cap) * cap.
+func (m *Model) Unembed(h *mlx.Array) *mlx.Array {
+	out := m.head.Apply(h)
+	if m.softcap == 0 {
+		return out
+	}
+	c := mlx.ScalarLike(m.softcap, out)
+	return mlx.Multiply(mlx.Tanh(mlx.Divide(out, c)), c)
+}
+
+// NewCaches is Model.make_cache: caches for the layers before the
+// KV-shared ones only, rotating (window, keep 0) for sliding layers;
+// --max-kv-size is ignored.
+func (m *Model) NewCaches(kv.Options) []kv.Cache {
+	return nn.SlidingCaches(m.sliding[:m.caches], m.window)
+}
+
+// Facts implements nn.Decoder.
+func (m *Model) Facts() nn.Facts {
+	return nn.Facts{Layers: len(m.layers), ContextLength: m.contextLength, Dtype: m.embed.Dtype().String(), Caches: m.caches}
+}
+
+func intOr(p *int, def int) int {
+	if p != nil {
+		return *p
+	}
+	return def
+}
+
+// maxExperts bounds num_experts before any weight is read.
+const maxExperts = 1 << 16
+
+// New builds the model from config.json and the weights.
+func New(config []byte, w *nn.Weights) (nn.Decoder, error) {
+	var c Config
+	if err := json.Unmarshal(config, &c); err != nil {
+		return nil, fmt.Errorf("cannot parse config.json: %w", err)
+	}
+	hidden, layers, width := intOr(c.HiddenSize, 1536), intOr(c.NumHiddenLayers, 35), intOr(c.IntermediateSize, 6144)
+	heads, headDim, globalHeadDim := intOr(c.NumAttentionHeads, 8), intOr(c.HeadDim, 256), intOr(c.GlobalHeadDim, 512)
+	vocab, vocabPerLayer := intOr(c.VocabSize, 262144), intOr(c.VocabSizePerLayerInput, 262144)
+	kvHeads, sharedLayers, perLayer := intOr(c.NumKeyValueHeads, 1), intOr(c.NumKVSharedLayers, 20), intOr(c.HiddenSizePerLayerInput, 256)
+	eps := 1e-6
+	if c.RMSNormEps != nil {
+		eps = *c.RMSNormEps
+	}
+	softcap := 30.0
+	if raw := bytes.TrimSpace(c.FinalLogitSoftcapping); len(raw) > 0 {
+		if bytes.Equal(raw, []byte("null")) {
+			softcap = 0
+		} else if err := json.Unmarshal(raw, &softcap); err != nil || softcap <= 0 || math.IsInf(softcap, 0) {
+			return nil, fmt.Errorf("final_logit_softcapping = %s, want a positive number or null", raw)
+		}
+	}
+	rope := c.RopeParameters
+	if rope == nil {
+		rope = defaultRope
+	}
+	types := c.LayerTypes
+	if types == nil {
+		p := intOr(c.SlidingWindowPattern, 5)
+		if p < 1 {
+			return nil, fmt.Errorf("sliding_window_pattern = %d, want >= 1", p)
+		}
+		pattern := append(slices.Repeat([]string{"sliding_attention"}, p-1), "full_attention")
+		types = slices.Repeat(pattern, layers/len(pattern)+1)[:layers]
+	}
+	if len(types) != layers {
+		return nil, fmt.Errorf("layer_types has %d entries for %d layers", len(types), layers)
+	}
+	for _, t := range types {
+		if t != "full_attention" && t != "sliding_attention" {
+			return nil, fmt.Errorf("layer type %q, want full_attention or sliding_attention", t)
+		}
+	}
+	first := layers - sharedLayers // the first KV-shared layer
+	if sharedLayers < 0 || first < 1 {
+		return nil, fmt.Errorf("num_kv_shared_layers = %d, want 0..%d", sharedLayers, layers-1)
+	}
+	m := &Model{contextLength: intOr(c.MaxPositionEmbeddings, 131072), eps: float32(eps), softcap: float32(softcap),
+		window: intOr(c.SlidingWindow, 512), firstFull: slices.Index(types, "full_attention"),
+		firstSliding: slices.Index(types, "sliding_attention"), caches: first,
+		embedScale: float32(math.Sqrt(float64(hidden)))}
+	if m.window <= 0 {
+		return nil, fmt.Errorf("sliding_window = %d, want > 0", m.window)
+	}
+	// previous_kvs: a KV-shared layer reads the last earlier layer of its kind.
+	last := map[string]int{}
+	for i := range layers {
+		m.previous = append(m.previous, i)
+		if i < first {
+			last[types[i]] = i
+			continue
+		}
+		j, ok := last[types[i]]
+		if !ok {
+			return nil, fmt.Errorf("KV-shared layer %d (%s) has no earlier layer of its kind", i, types[i])
+		}
+		m.previous[i] = j
+	}
+	var experts, topK, moeWidth int
+	if c.EnableMoEBlock {
+		experts, topK, moeWidth = intOr(c.NumExperts, 0), intOr(c.TopKExperts, 0), intOr(c.MoEIntermediateSize, 0)
+		if experts < 1 || experts > maxExperts || topK < 1 || topK > experts || moeWidth < 1 || moeWidth > 1<<20 {
+			return nil, fmt.Errorf("enable_moe_block needs num_experts (1..%d), top_k_experts (1..num_experts) and moe_intermediate_size", maxExperts)
+		}
+	}
+	if err := sanitize(w, layers, first); err != nil {
+		return nil, err
+	}
+	ropes := map[string]*nn.RoPE{}
+	for i := range layers {
+		t := types[i]
+		sliding := t == "sliding_attention"
+		hd := headDim
+		if !sliding && globalHeadDim > 0 {
+			hd = globalHeadDim
+		}
+		kEqV := c.AttentionKEqV && !sliding
+		nkv := kvHeads
+		if kEqV && c.NumGlobalKeyValueHeads != nil {
+			nkv = *c.NumGlobalKeyValueHeads
+		}
+		if err := nn.CheckHeads(heads, nkv, hd); err != nil {
+			return nil, err
+		}
+		r, ok := ropes[t]
+		if !ok {
+			params := rope[t]
+			theta, err := params.Float("rope_theta", 10000)
+			if err != nil {
+				return nil, err
+			}
+			if r, err = nn.NewRoPE(w, hd, theta, c.RopeTraditional, params); err != nil {
+				return nil, fmt.Errorf("%s rope: %w", t, err)
+			}
+			ropes[t] = r
+		}
+		p := fmt.Sprintf("model.layers.%d.", i)
+		a := &attention{
+			q:     w.Linear(p+"self_attn.q_proj", hidden, heads*hd, false),
+			o:     w.Linear(p+"self_attn.o_proj", heads*hd, hidden, false),
+			qNorm: w.Get(p+"self_attn.q_norm.weight", hd),
+			eps:   m.eps, heads: heads, kvHeads: nkv, headDim: hd, hasKV: i < first, rope: r,
+		}
+		if a.hasKV {
+			a.k = w.Linear(p+"self_attn.k_proj", hidden, nkv*hd, false)
+			if !kEqV {
+				a.v = w.Linear(p+"self_attn.v_proj", hidden, nkv*hd, false)
+			}
+			a.kNorm = w.Get(p+"self_attn.k_norm.weight", hd)
+		}
+		mw := width
+		if (c.UseDoubleWideMLP == nil || *c.UseDoubleWideMLP) && i >= first {
+			mw = 2 * width
+		}
+		b := &block{
+			attn: a,
+			mlp: &mlp{
+				gate: w.Linear(p+"mlp.gate_proj", hidden, mw, false),
+				up:   w.Linear(p+"mlp.up_proj", hidden, mw, false),
+				down: w.Linear(p+"mlp.down_proj", mw, hidden, false),
+			},
+			inputNorm:    w.Get(p+"input_layernorm.weight", hidden),
+			postAttnNorm: w.Get(p+"post_attention_layernorm.weight", hidden),
+			preFFNorm:    w.Get(p+"pre_feedforward_layernorm.weight", hidden),
+			postFFNorm:   w.Get(p+"post_feedforward_layernorm.weight", hidden),
+			layerScalar:  w.Get(p+"layer_scalar", 1),
+			eps:          m.eps,
+		}
+		if c.EnableMoEBlock {
+			b.moe = &moe{
+				router: &router{
+					proj:           w.Linear(p+"router.proj", hidden, experts, false),
+					scale:          w.Get(p+"router.scale", hidden),
+					perExpertScale: w.Get(p+"router.per_expert_scale", experts),
+					root:           float32(math.Pow(float64(hidden), -0.5)), eps: m.eps, topK: topK,
+				},
+				experts: w.SwitchGLUWith(p+"experts.switch_glu.", hidden, moeWidth, experts, false,
+					func(x, gate *mlx.Array) *mlx.Array { return geglu(gate, x) }),
+				postFF1: w.Get(p+"post_feedforward_layernorm_1.weight", hidden),
+				postFF2: w.Get(p+"post_feedforward_layernorm_2.weight", hidden),
+				preFF2:  w.Get(p+"pre_feedforward_layernorm_2.weight", hidden),
+			}
+		}
+		if perLayer > 0 {
+			b.pliGate = w.Linear(p+"per_layer_input_gate", hidden, perLayer, false)
+			b.pliProj = w.Linear(p+"per_layer_projection", perLayer, hidden, false)
+			b.pliNorm = w.Get(p+"post_per_layer_input_norm.weight", hidden)
+		}
+		m.layers = append(m.layers, b)
+		m.sliding = append(m.sliding, sliding)
+		if w.Err() != nil {
+			return nil, w.Err()
+		}
+	}
+	if perLayer > 0 {
+		m.perLayer = perLayer
+		m.embedPerLayer = w.Embedding("model.embed_tokens_per_layer", vocabPerLayer, layers*perLayer)
+		m.perLayerProj = w.Linear("model.per_layer_model_projection", hidden, layers*perLayer, false)
+		m.perLayerProjNorm = w.Get("model.per_layer_projection_norm.weight", perLayer)
+		m.perLayerEmbedScale = float32(math.Sqrt(float64(perLayer)))
+		m.perLayerScale = float32(math.Pow(float64(hidden), -0.5))
+		m.perLayerInputScale = float32(math.Pow(2, -0.5))
+	}
+	tied := c.TieWordEmbeddings == nil || *c.TieWordEmbeddings
+	m.embed = w.Embedding("model.embed_tokens", vocab, hidden)
+	m.norm = w.Get("model.norm.weight", hidden)
+	m.head = w.Head(m.embed, hidden, vocab, tied)
+	return m, w.Finish()
+}
+
+// sanitize is Model.sanitize: rotary tables and activation clipping ranges
+// go, and so do the key/value projections of KV-shared layers. A Hugging
+// Face checkpoint's fused experts (experts.gate_up_proj) are not split here.
+func sanitize(w *nn.Weights, layers, first int) error {
+	for l := range layers {
+		if w.Has(fmt.Sprintf("model.layers.%d.experts.gate_up_proj", l)) {
+			return fmt.Errorf("gemma4 experts in the Hugging Face layout (experts.gate_up_proj) are not supported: convert the checkpoint with mlx_lm.convert first")
+		}
+	}
+	w.Drop(func(k string) bool {
+		for _, s := range []string{"self_attn.rotary_emb", "input_max", "input_min", "output_max", "output_min"} {
+			if strings.Contains(k, s) {
+				return true
+			}
+		}
+		for _, s := range []string{".self_attn.k_proj", ".self_attn.v_proj", ".self_attn.k_norm"} {
+			if !strings.Contains(k, s) {
+				continue
+			}
+			_, rest, ok := strings.Cut(k, "layers.")
+			if !ok {
+				continue
+			}
+			var idx int
+			if _, err := fmt.Sscanf(rest, "%d.", &idx); err == nil && idx >= first {
+				return true
+			}
+		}
+		return false
+	})
+	return nil
+}
