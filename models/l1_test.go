@@ -224,7 +224,7 @@ func runCase(t *testing.T, c oracleCase, modelPath string, checkFiles bool) {
 		opts.KVBits = *c.KVBits
 	}
 	mlxtest.Do(t, func() error {
-		m, err := models.Load(modelPath, models.LoadOptions{})
+		m, err := loadL1(modelPath)
 		if err != nil {
 			return err
 		}

@@ -33,7 +33,7 @@ type Config struct {
 
 type attention struct {
 	qkv            *nn.Projections
-	o              *nn.Linear
+	o              nn.Layer // nn.Linear, or nn.Reduced when tensor-parallel
 	qNorm, kNorm   *mlx.Array
 	eps            float32
 	heads, kvHeads int
@@ -58,7 +58,7 @@ func (a *attention) apply(x *mlx.Array, mask kv.Mask, c kv.Cache) *mlx.Array {
 
 type block struct {
 	attn                    *attention
-	mlp                     *nn.MLP
+	mlp                     nn.Layer // nn.MLP, its down projection reduced when tensor-parallel
 	inputNorm, postAttnNorm *mlx.Array
 	eps                     float32
 }
@@ -137,17 +137,22 @@ func New(config []byte, w *nn.Weights) (nn.Decoder, error) {
 	}
 	m := &Model{cfg: c, eps: float32(c.RMSNormEps)}
 	hidden, scale := c.HiddenSize, float32(math.Pow(float64(headDim), -0.5))
+	// shard(): with a tensor-parallel load each rank has 1/n of the heads
+	// and of the MLP's width (nn/shard.go); n is 1 otherwise.
+	n := w.ShardSize()
 	for i := range c.NumHiddenLayers {
 		p := fmt.Sprintf("model.layers.%d.", i)
+		w.ShardAttention(p+"self_attn.", c.NumAttentionHeads, kvHeads)
+		w.ShardMLP(p+"mlp.", c.IntermediateSize)
 		m.layers = append(m.layers, &block{
 			attn: &attention{
-				qkv:   w.QKV(p+"self_attn.", hidden, c.NumAttentionHeads*headDim, kvHeads*headDim, false),
-				o:     w.Linear(p+"self_attn.o_proj", c.NumAttentionHeads*headDim, hidden, false),
+				qkv:   w.QKV(p+"self_attn.", hidden, c.NumAttentionHeads*headDim/n, kvHeads*headDim/n, false),
+				o:     w.Reduce(w.Linear(p+"self_attn.o_proj", c.NumAttentionHeads*headDim/n, hidden, false)),
 				qNorm: w.Get(p+"self_attn.q_norm.weight", headDim),
 				kNorm: w.Get(p+"self_attn.k_norm.weight", headDim),
-				eps:   m.eps, heads: c.NumAttentionHeads, kvHeads: kvHeads, scale: scale, rope: rope,
+				eps:   m.eps, heads: c.NumAttentionHeads / n, kvHeads: kvHeads / n, scale: scale, rope: rope,
 			},
-			mlp:          w.MLP(p+"mlp.", hidden, c.IntermediateSize, false),
+			mlp:          w.ReduceMLP(w.MLP(p+"mlp.", hidden, c.IntermediateSize/n, false)),
 			inputNorm:    w.Get(p+"input_layernorm.weight", hidden),
 			postAttnNorm: w.Get(p+"post_attention_layernorm.weight", hidden),
 			eps:          m.eps,

@@ -1,0 +1,127 @@
+"""Reference logits of mlx-lm's tensor-parallel models, for mlxgo's sharded L1 test.
+
+Run by mlx.launch, one process per rank (the `oracle` Makefile target):
+
+    mlx.launch -n 2 --backend ring --hosts 127.0.0.1 --python .venv/bin/python \
+        $PWD/models/testdata/oracle/sharded.py
+
+Every rank loads each tiny model with mlx-lm's load_model, calls its
+model.shard(group) (mlx.nn's shard_linear: q/k/v and gate/up all-to-sharded,
+o_proj and down_proj sharded-to-all with an all_sum) and runs logits.py's
+generate_step recording, so the cases have logits.py's format and settings
+(prompt of 24 seeded ids, one prefill call, 32 decode steps). Rank 0 writes
+<oracle>/sharded/<case>.safetensors and index.json; each entry also records the
+group (size, backend) and how far the sharded logits are from the unsharded
+model's (all_sum adds the ranks' partial sums in another order than one
+matmul does).
+
+Seeded cases ("-temp"): mlx-lm's make_sampler(temp) after mx.random.seed(seed)
+on every rank, the tokens generate_step yields recorded with their logits.
+"""
+
+import argparse
+import sys
+from pathlib import Path
+
+import mlx.core as mx
+import numpy as np
+from mlx_lm.generate import generate_step
+from mlx_lm.models.cache import make_prompt_cache
+from mlx_lm.sample_utils import make_sampler
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import logits as L  # noqa: E402
+from oracle_common import fingerprint_dir, oracle_dir, prompt_ids, versions, write_json  # noqa: E402
+
+STEPS = 32
+# Tiny models whose heads and widths divide by 2 (a 4-bit g64 llama's o_proj
+# has one quantization group per row: it cannot be split, in mlx-lm either).
+CASES = {
+    "llama-f32": {}, "llama-bf16": {}, "qwen2-f32": {}, "qwen2-q4g32": {},
+    "qwen3-bf16": {}, "qwen3-q4g64": {}, "qwen3-f32": {},
+    "qwen3-bf16-temp": dict(model="qwen3-bf16", temp=0.8, seed=7),
+    "llama-f32-temp": dict(model="llama-f32", temp=1.0, seed=3),
+}
+
+
+def sampled(model, prompt, temp, seed):
+    """generate_step with make_sampler(temp) from mx.random.seed(seed): the
+    logits of every call (prefill's last position, then each decode step) and
+    the tokens it yields."""
+    cache = make_prompt_cache(model)
+    chunks = L.prefill_chunks(len(prompt), L.DEFAULT_PREFILL_STEP_SIZE)
+    rec = L.Recorder(model, cache, discard_calls=len(chunks) - 1)
+    mx.random.seed(seed)
+    tokens = [int(t) for t, _ in generate_step(mx.array(prompt, dtype=mx.uint32), rec, max_tokens=STEPS,
+                                               sampler=make_sampler(temp=temp), prompt_cache=cache)]
+    logits = mx.concatenate(rec.rows, axis=0)
+    logprobs = logits - mx.logsumexp(logits, axis=-1, keepdims=True)
+    mx.eval(logits, logprobs)
+    return {"logits_dtype": str(logits.dtype).removeprefix("mlx.core."),
+            "logits": np.array(logits.astype(mx.float32)), "logprobs": np.array(logprobs.astype(mx.float32)),
+            "tokens": np.array(tokens, dtype=np.int32), "trace": rec.trace, "chunks": chunks}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", type=Path, default=oracle_dir() / "sharded")
+    ap.add_argument("--models", type=Path, default=oracle_dir() / "models")
+    args = ap.parse_args()
+    group = mx.distributed.init(strict=True, backend="ring")
+    rank, size = group.rank(), group.size()
+    entries = {}
+    for case, spec in CASES.items():
+        model_dir = args.models / spec.get("model", case)
+        whole, config = L.load_model(model_dir)
+        model, _ = L.load_model(model_dir)
+        model.shard(group)
+        mx.eval(model.parameters())
+        prompt = prompt_ids(1, 24, L.vocab_size(config))
+        settings = dict(steps=STEPS, prefill_step_size=L.DEFAULT_PREFILL_STEP_SIZE, kv_bits=None,
+                        kv_group_size=L.DEFAULT_KV_GROUP_SIZE, quantized_kv_start=L.DEFAULT_QUANTIZED_KV_START,
+                        max_kv_size=None)
+        if "temp" in spec:
+            res = sampled(model, prompt, spec["temp"], spec["seed"])
+            ref = sampled(whole, prompt, spec["temp"], spec["seed"])
+            sampler = f"make_sampler(temp={spec['temp']}) after mx.random.seed({spec['seed']})"
+        else:
+            res = L.run(model, prompt, **settings)
+            ref = L.run(whole, prompt, **settings)
+            sampler = "greedy: argmax(logprobs) with logprobs = logits - logsumexp(logits)"
+        # Every rank must hold the same logits: all_sum leaves them equal.
+        mine = mx.array(res["logits"])
+        if not mx.array_equal(mx.distributed.all_max(mine, group=group), mx.distributed.all_min(mine, group=group)).item():
+            raise RuntimeError(f"{case}: the ranks' logits differ")
+        entries[case] = {
+            "file": f"{case}.safetensors",
+            "model": str(model_dir.resolve().relative_to(oracle_dir().resolve())),
+            "model_files": fingerprint_dir(model_dir),
+            "model_type": config["model_type"],
+            "quantization": config.get("quantization"),
+            "prompt_len": len(prompt), "prompt_seed": 1,
+            "logits_dtype": res["logits_dtype"],
+            "prefill_chunks": res["chunks"],
+            "calls": res["trace"],
+            "sampler": sampler,
+            "temp": spec.get("temp"), "seed": spec.get("seed"),
+            "shard": {"kind": "tensor", "size": size, "backend": "ring"},
+            "unsharded_max_abs_diff": L.max_abs_diff(res["logits"], ref["logits"]),
+            "unsharded_same_tokens": bool(np.array_equal(res["tokens"], ref["tokens"])),
+            **settings,
+        }
+        if rank == 0:
+            args.out.mkdir(parents=True, exist_ok=True)
+            mx.save_safetensors(str(args.out / f"{case}.safetensors"), {
+                "prompt_ids": mx.array(np.array(prompt, dtype=np.int32)), "tokens": mx.array(res["tokens"]),
+                "logits": mx.array(res["logits"]), "logprobs": mx.array(res["logprobs"])},
+                metadata={"case": case, "format": "mlxgo-oracle-v1"})
+            e = entries[case]
+            print(f"sharded: {case}: {size} ranks, {e['logits_dtype']}, unsharded max abs diff "
+                  f"{e['unsharded_max_abs_diff']:.3g}, same tokens {e['unsharded_same_tokens']}", flush=True)
+    if rank == 0:
+        write_json(args.out / "index.json", {"format": "mlxgo-oracle-v1", "versions": versions(), "cases": entries})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
