@@ -43,6 +43,11 @@ func TestInfoAndCaches(t *testing.T) {
 		{path: filepath.Join(dir, "llama_tied-mixed36"), want: models.Info{ModelType: "llama", VocabSize: 512, ContextLength: 2048,
 			NumLayers: 3, Dtype: "bfloat16", Quantization: "affine 4-bit g64 (+22 module overrides)", Format: "safetensors"},
 			wantCaches: "KVCache KVCache KVCache "},
+		// a hybrid: kv.Arrays for the Gated DeltaNet layers; its make_cache
+		// ignores max kv size
+		{path: filepath.Join(dir, "qwen3_5-q4g64"), want: models.Info{ModelType: "qwen3_5", VocabSize: 512, ContextLength: 2048,
+			NumLayers: 4, Dtype: "bfloat16", Quantization: "affine 4-bit g64", Format: "safetensors"},
+			opts: kv.Options{MaxKVSize: 16}, wantCaches: "ArraysCache ArraysCache ArraysCache KVCache "},
 		{path: "gguf", want: models.Info{ModelType: "llama", VocabSize: 49152, ContextLength: 8192, NumLayers: 30,
 			EOS: []int{2}, Dtype: "float16", Quantization: "affine 4-bit g32 (+1 module overrides)", Format: "gguf"},
 			wantCaches: strings.Repeat("KVCache ", 30)},
@@ -189,7 +194,9 @@ func must(t *testing.T, err error) {
 func TestForwardWithoutCache(t *testing.T) {
 	oracleCases(t)
 	for _, name := range []string{"llama-bf16", "llama_rope3-f32", "qwen2-q4g32", "qwen3-bf16", "gemma3_text-f32",
-		"qwen3_moe-q4g64", "ministral3-bf16", "mistral3-f32", "phi3-f32", "gemma3-bf16"} {
+		"qwen3_moe-q4g64", "ministral3-bf16", "mistral3-f32", "phi3-f32", "gemma3-bf16",
+		"qwen3_5-bf16", "qwen3_5_moe-f32", "qwen3_next-q4g64", "gemma4_text-f32", "gemma4_text_moe-q4g32", "gemma4-bf16",
+		"gpt_oss-q4g64", "minicpm-bf16"} {
 		t.Run(name, func(t *testing.T) {
 			mlxtest.Do(t, func() error {
 				m, err := models.Load(filepath.Join(oracleDir(), "models", name), models.LoadOptions{})
