@@ -202,7 +202,8 @@ ARCHS["gpt_oss"] = dict(
 # qwen3_next: Gated DeltaNet layers (0, 2: 4 value heads over 2 key heads,
 # conv kernel 4) and gated full attention (1, 3: full_attention_interval 2,
 # partial RoPE on 16 of 64 head dims); sparse MoE (8 experts, top 2, a gated
-# shared expert) on layers 0, 2, 3, dense on 1 (mlp_only_layers); untied
+# shared expert) on layers 0, 2, 3, dense on 1 (mlp_only_layers); untied; the
+# f32 file is written as a Hugging Face checkpoint (hf_checkpoint)
 ARCHS["qwen3_next"] = dict(
     _BASE,
     model_type="qwen3_next",
@@ -425,8 +426,8 @@ def build_f32(name: str, config: dict, out: Path, seed: int) -> None:
     save(model, dict(config, torch_dtype="float32"), out)
     if config["model_type"] in ("mistral3", "gemma3", "gemma4"):
         add_vision_tensors(out)
-    if config["model_type"] in ("qwen3_5", "qwen3_5_moe"):
-        hf_checkpoint(out)
+    if config["model_type"] in ("qwen3_next", "qwen3_5", "qwen3_5_moe"):
+        hf_checkpoint(out, config["model_type"])
 
 
 def add_vision_tensors(out: Path) -> None:
@@ -442,13 +443,14 @@ def add_vision_tensors(out: Path) -> None:
     (out / "model.safetensors.index.json").write_text(json.dumps(index, indent=4))
 
 
-def hf_checkpoint(out: Path) -> None:
-    """Rewrite a saved qwen3_5 / qwen3_5_moe model the way its Hugging Face
-    checkpoint stores it, which mlx-lm's sanitize undoes on load: keys under
-    model.language_model (lm_head bare), conv1d weights [C, 1, K], the
-    decoder norms as offsets from 1, a vision tower and an mtp head to drop,
-    and (MoE) each layer's experts fused as experts.gate_up_proj /
-    experts.down_proj."""
+def hf_checkpoint(out: Path, model_type: str) -> None:
+    """Rewrite a saved qwen3_next / qwen3_5 / qwen3_5_moe model the way its
+    Hugging Face checkpoint stores it, which mlx-lm's sanitize undoes on
+    load: conv1d weights [C, 1, K], the decoder norms as offsets from 1, an
+    mtp head to drop; qwen3_next's experts one tensor each
+    (experts.E.up_proj.weight ...); qwen3_5's keys under model.language_model
+    (lm_head bare) beside a vision tower to drop, and qwen3_5_moe's experts
+    fused as experts.gate_up_proj / experts.down_proj."""
     path = out / "model.safetensors"
     src = mx.load(str(path))
     norms = (".input_layernorm.weight", ".post_attention_layernorm.weight", "model.norm.weight",
@@ -461,13 +463,19 @@ def hf_checkpoint(out: Path) -> None:
             v = v - 1.0
         k = k.replace("language_model.model.", "model.language_model.").replace("language_model.lm_head", "lm_head")
         weights[k] = v
+    for k in [k for k in weights if model_type == "qwen3_next" and ".switch_mlp." in k]:
+        pre, rest = k.split(".switch_mlp.")
+        stacked = weights.pop(k)
+        for e in range(stacked.shape[0]):
+            weights[f"{pre}.experts.{e}.{rest}"] = stacked[e]
     for k in [k for k in weights if k.endswith(".mlp.switch_mlp.gate_proj.weight")]:
         p = k.removesuffix("switch_mlp.gate_proj.weight")
         gate = weights.pop(k)
         up = weights.pop(p + "switch_mlp.up_proj.weight")
         weights[p + "experts.gate_up_proj"] = mx.concatenate([gate, up], axis=-2)
         weights[p + "experts.down_proj"] = weights.pop(p + "switch_mlp.down_proj.weight")
-    weights["model.visual.blocks.0.attn.qkv.weight"] = mx.zeros((48, 16))
+    if model_type != "qwen3_next":
+        weights["model.visual.blocks.0.attn.qkv.weight"] = mx.zeros((48, 16))
     weights["mtp.fc.weight"] = mx.zeros((64, 128))
     mx.save_safetensors(str(path), weights, metadata={"format": "mlx"})
     index = json.loads((out / "model.safetensors.index.json").read_text())
