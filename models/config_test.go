@@ -134,7 +134,7 @@ func TestLoadErrors(t *testing.T) {
 		{"missing path", filepath.Join(dir, "nope"), "cannot open model", nil},
 		{"no config", write("empty", ""), "cannot read model config", nil},
 		{"unknown architecture", write("mamba", `{"model_type":"mamba","hidden_size":8,"num_hidden_layers":1,"intermediate_size":8,"num_attention_heads":1,"vocab_size":8}`),
-			"supported model types are gemma3, gemma3_text, llama, ministral3, mistral3, phi3, qwen2, qwen3, qwen3_moe", ErrUnsupportedModel},
+			"supported model types are gemma3, gemma3_text, gemma4, gemma4_text, gpt_oss, llama, minicpm, ministral3, mistral3, phi3, qwen2, qwen3, qwen3_5, qwen3_5_moe, qwen3_moe, qwen3_next", ErrUnsupportedModel},
 		{"no weights", write("noweights", tinyLlama+`}`), "cannot open model weights", nil},
 		{"not a model file", other, "want a model directory", nil},
 		{"truncated gguf", badGGUF, "cannot open GGUF model", nil},

@@ -48,6 +48,11 @@ func TestInfoAndCaches(t *testing.T) {
 		{path: filepath.Join(dir, "qwen3_5-q4g64"), want: models.Info{ModelType: "qwen3_5", VocabSize: 512, ContextLength: 2048,
 			NumLayers: 4, Dtype: "bfloat16", Quantization: "affine 4-bit g64", Format: "safetensors"},
 			opts: kv.Options{MaxKVSize: 16}, wantCaches: "ArraysCache ArraysCache ArraysCache KVCache "},
+		// gemma4: the KV-shared layers 4 and 5 get no cache of their own; its
+		// make_cache ignores max kv size
+		{path: filepath.Join(dir, "gemma4_text-q4g64"), want: models.Info{ModelType: "gemma4_text", VocabSize: 512, ContextLength: 2048,
+			NumLayers: 6, Dtype: "bfloat16", Quantization: "affine 4-bit g64", Format: "safetensors"},
+			opts: kv.Options{MaxKVSize: 16}, wantCaches: "RotatingKVCache RotatingKVCache KVCache RotatingKVCache "},
 		{path: "gguf", want: models.Info{ModelType: "llama", VocabSize: 49152, ContextLength: 8192, NumLayers: 30,
 			EOS: []int{2}, Dtype: "float16", Quantization: "affine 4-bit g32 (+1 module overrides)", Format: "gguf"},
 			wantCaches: strings.Repeat("KVCache ", 30)},
