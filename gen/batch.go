@@ -20,6 +20,17 @@ type RowModel interface {
 	ForwardRows(tokens *mlx.Array, rows [][]kv.Cache) *mlx.Array
 }
 
+// PaddedModel is a RowModel that also decodes a batch's rows held in one
+// kv.Batch (left-padded buffers, one attention node for all rows);
+// models.RowModel satisfies it.
+type PaddedModel interface {
+	RowModel
+	// ForwardPadded runs tokens [B, 1] over the caches of a kv.Batch
+	// holding B rows and returns logits [B, 1, vocab]; on the CPU row r is
+	// bit-identical to Forward of that row alone.
+	ForwardPadded(tokens *mlx.Array, caches []kv.Cache) *mlx.Array
+}
+
 // ErrBatchClosed is the error rows end with when their batch is closed.
 var ErrBatchClosed = errors.New("the batch was closed")
 
@@ -85,10 +96,16 @@ type Row struct {
 type Batch struct {
 	m        Model
 	rows     RowModel    // nil: m cannot decode rows in one call
+	padded   PaddedModel // nil: rows decode through their own caches only
 	cap      int         // the most rows; 0: no cap
 	waiting  []*batchRow // admitted, prompt not finished; the first prefills
 	decoding []*batchRow
 	steps    int
+	// kv holds the caches of the rows decoding together in one padded
+	// buffer per layer (kv.Batch), members in its row order; a member's own
+	// l.caches is nil until it leaves. Nil until two rows decode together.
+	kv      *kv.Batch
+	members []*batchRow
 }
 
 // NewBatch returns an empty batch over m with no cap on its rows.
@@ -100,6 +117,7 @@ func NewBatch(m Model) *Batch { return NewCappedBatch(m, 0) }
 func NewCappedBatch(m Model, rows int) *Batch {
 	b := &Batch{m: m, cap: rows}
 	b.rows, _ = m.(RowModel)
+	b.padded, _ = m.(PaddedModel)
 	return b
 }
 
@@ -352,6 +370,9 @@ func (b *Batch) decode() error {
 	if len(together) == 1 {
 		alone, together = append(alone, together...), nil
 	}
+	if len(together) == 0 {
+		b.dissolve() // a row decoding alone decodes through its own caches
+	}
 	next := make(map[*batchRow][2]*mlx.Array, len(rows))
 	for _, r := range alone {
 		y, lp, err := r.l.step(input[r])
@@ -362,13 +383,23 @@ func (b *Batch) decode() error {
 		next[r] = [2]*mlx.Array{y, lp}
 	}
 	if len(together) > 0 {
+		together = b.group(together)
 		last := make([]*mlx.Array, len(together))
-		caches := make([][]kv.Cache, len(together))
 		for i, r := range together {
-			last[i], caches[i] = mlx.AsType(input[r], mlx.Int32), r.l.caches
+			last[i] = mlx.AsType(input[r], mlx.Int32)
 		}
 		n := len(together)
-		logits := b.rows.ForwardRows(mlx.Reshape(mlx.Concatenate(last, 0), n, 1), caches)
+		tokens := mlx.Reshape(mlx.Concatenate(last, 0), n, 1)
+		var logits *mlx.Array
+		if b.kv != nil {
+			logits = b.padded.ForwardPadded(tokens, b.kv.Caches())
+		} else {
+			caches := make([][]kv.Cache, n)
+			for i, r := range together {
+				caches[i] = r.l.caches
+			}
+			logits = b.rows.ForwardRows(tokens, caches)
+		}
 		if err := logits.Err(); err != nil {
 			return fmt.Errorf("cannot run the model: %w", err)
 		}
@@ -414,6 +445,89 @@ func (b *Batch) decode() error {
 		r.y, r.lp = yl[0], yl[1]
 	}
 	return nil
+}
+
+// group makes the rows decoding together the members of b.kv, joining
+// those that are not yet, and returns them in b.kv's row order. When a row
+// cannot join (its caches are not growable KV caches: a sliding window, a
+// recurrent layer), every row decodes through its own caches instead
+// (kv.Rows) and b.kv is dissolved.
+func (b *Batch) group(together []*batchRow) []*batchRow {
+	in := make(map[*batchRow]bool, len(together))
+	for _, r := range together {
+		in[r] = true
+	}
+	if b.padded == nil {
+		return together
+	}
+	for _, r := range b.members {
+		if !in[r] {
+			b.dissolve() // every member decodes or has left: not reached
+			break
+		}
+	}
+	if b.kv == nil {
+		b.kv = kv.NewBatch(len(together[0].l.caches))
+	}
+	member := make(map[*batchRow]bool, len(b.members))
+	for _, r := range b.members {
+		member[r] = true
+	}
+	for _, r := range together {
+		if !member[r] && !b.kv.CanJoin(r.l.caches) {
+			b.dissolve()
+			return together
+		}
+	}
+	for _, r := range together {
+		if member[r] {
+			continue
+		}
+		if _, err := b.kv.Join(r.l.caches); err != nil {
+			b.dissolve() // CanJoin said yes: not reached
+			return together
+		}
+		r.l.caches = nil
+		b.members = append(b.members, r)
+	}
+	return append([]*batchRow(nil), b.members...)
+}
+
+// leave takes r out of b.kv, giving it back its own caches.
+func (b *Batch) leave(r *batchRow) error {
+	for i, m := range b.members {
+		if m != r {
+			continue
+		}
+		caches, err := b.kv.Leave(i)
+		if err != nil {
+			return err
+		}
+		r.l.caches = caches
+		b.members = append(b.members[:i], b.members[i+1:]...)
+		if len(b.members) == 0 {
+			b.kv.Free()
+			b.kv = nil
+		}
+		return nil
+	}
+	return nil
+}
+
+// dissolve gives every member its own caches back and drops b.kv.
+func (b *Batch) dissolve() {
+	for len(b.members) > 0 {
+		if err := b.leave(b.members[0]); err != nil {
+			// Leave of a member fails only on a bookkeeping bug; the rows'
+			// caches are then lost with the batch's buffers.
+			b.members = nil
+			break
+		}
+	}
+	if b.kv != nil {
+		b.kv.Free()
+		b.kv = nil
+	}
 }
 
 // sampleRow is loop.choose for row i of a batch's logits [B, 1, V].
@@ -493,6 +607,9 @@ func (b *Batch) end(r *batchRow, err error) {
 	r.y.Free()
 	r.lp.Free()
 	r.y, r.lp = nil, nil
+	if lerr := b.leave(r); lerr != nil && err == nil {
+		err = fmt.Errorf("cannot hand back the row's caches: %w", lerr)
+	}
 	caches := r.l.caches
 	if len(caches) > 0 && r.st.GeneratedTokens > 0 {
 		held := r.prefix + len(r.Prompt) + r.st.GeneratedTokens

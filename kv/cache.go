@@ -119,6 +119,8 @@ func PositionOf(c Cache) Position {
 		return Position{}
 	case *Rows:
 		return Position{Rows: c.offsets()}
+	case *BatchLayer:
+		return Position{Rows: c.offsets()}
 	default:
 		return Position{Offset: c.Offset()}
 	}
