@@ -30,6 +30,13 @@ func TestParseConfig(t *testing.T) {
 			}
 			return nil
 		}},
+		{name: "mxfp4 experts", json: tinyLlama + `,"quantization":{"group_size":64,"bits":8,"mode":"affine",
+			"model.layers.0.mlp.experts.up_proj":{"group_size":32,"bits":4,"mode":"mxfp4"}}}`, check: func(c *Config) error {
+			if e := c.Quantization.Modules["model.layers.0.mlp.experts.up_proj"]; e == nil || e.Mode != "mxfp4" || e.Bits != 4 || e.GroupSize != 32 {
+				return errors.New("mxfp4 override not decoded")
+			}
+			return nil
+		}},
 		{name: "quantization overrides", json: tinyLlama + `,"quantization":{"group_size":64,"bits":4,"mode":"affine",
 			"model.embed_tokens":{"group_size":32,"bits":8},"lm_head":false}}`, check: func(c *Config) error {
 			q := c.Quantization
@@ -59,6 +66,10 @@ func TestParseConfig(t *testing.T) {
 		{name: "huge vocab", json: strings.Replace(tinyLlama, `"vocab_size":512`, `"vocab_size":999999999`, 1) + `}`, wantErr: "vocab_size"},
 		{name: "bad bits", json: tinyLlama + `,"quantization":{"group_size":64,"bits":7}}`, wantErr: "bits 7"},
 		{name: "bad mode", json: tinyLlama + `,"quantization":{"group_size":32,"bits":4,"mode":"nvfp4"}}`, wantErr: "not supported"},
+		{name: "mxfp4 group 64", json: tinyLlama + `,"quantization":{"group_size":64,"bits":4,"mode":"mxfp4"}}`,
+			wantErr: "mxfp4 needs bits 4 and group size 32"},
+		{name: "mxfp8 by name", json: tinyLlama + `,"quantization":{"group_size":32,"bits":8,"mode":"mxfp8"}}`,
+			wantErr: `mode "mxfp8" is not supported (affine, mxfp4)`},
 		{name: "bad eos", json: tinyLlama + `,"eos_token_id":"x"}`, wantErr: "eos_token_id"},
 		{name: "negative eps", json: strings.Replace(tinyLlama, `1e-5`, `-1`, 1) + `}`, wantErr: "rms_norm_eps"},
 	} {

@@ -77,6 +77,7 @@ func TestForwardRowsMatchesForward(t *testing.T) {
 		{"qwen3_5_moe-q4g64", kv.Options{}, []int{20, 3, 12}},
 		{"gpt_oss-f32", kv.Options{}, []int{5, 17, 40}},
 		{"gpt_oss-q4g64", kv.Options{}, []int{20, 3, 12}},
+		{"gpt_oss-mxfp4q8", kv.Options{}, []int{9, 16, 40}},
 		{"minicpm-bf16", kv.Options{}, []int{4, 12, 20}},
 		{"minicpm-q4g32", kv.Options{MaxKVSize: 16}, []int{5, 14, 30}},
 		{"gemma4_text-bf16", kv.Options{}, []int{5, 14, 30}},

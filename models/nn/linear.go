@@ -40,7 +40,9 @@ func (ws *Weights) linear(path string, in, out int, bias, adaptable bool) *Linea
 	if q != nil {
 		l.weight = ws.Get(path+".weight", out, in*q.Bits/32)
 		l.scales = ws.Get(path+".scales", out, in/q.GroupSize)
-		l.biases = ws.Get(path+".biases", out, in/q.GroupSize)
+		if q.Mode == "affine" || q.Mode == "" { // mxfp4 has no biases
+			l.biases = ws.Get(path+".biases", out, in/q.GroupSize)
+		}
 	} else {
 		l.weight = ws.Get(path+".weight", out, in)
 	}
@@ -214,7 +216,11 @@ func (e *Embedding) Apply(ids *mlx.Array) *mlx.Array {
 	case e.packed != nil:
 		return mlx.PackedEmbedding(ids, e.packed)
 	case e.q != nil:
-		return mlx.Dequantize(mlx.Take(e.weight, ids, 0), mlx.Take(e.scales, ids, 0), mlx.Take(e.biases, ids, 0), *e.q)
+		var biases *mlx.Array
+		if e.biases != nil {
+			biases = mlx.Take(e.biases, ids, 0)
+		}
+		return mlx.Dequantize(mlx.Take(e.weight, ids, 0), mlx.Take(e.scales, ids, 0), biases, *e.q)
 	}
 	return mlx.Take(e.weight, ids, 0)
 }
@@ -235,8 +241,10 @@ func (e *Embedding) Dtype() mlx.Dtype {
 	switch {
 	case e.packed != nil:
 		return e.packed.Dtype
-	case e.q != nil:
+	case e.q != nil && (e.q.Mode == "affine" || e.q.Mode == ""):
 		return e.scales.Dtype()
+	case e.q != nil:
+		return mlx.BFloat16 // MLX dequantizes the float modes to bfloat16
 	}
 	return e.weight.Dtype()
 }

@@ -61,8 +61,17 @@ func (q *Quantization) UnmarshalJSON(b []byte) error {
 }
 
 func validQuant(gs, bits int, mode string) error {
-	if mode != "affine" {
-		return fmt.Errorf("quantization mode %q is not supported (only affine)", mode)
+	switch mode {
+	case "affine":
+	case "mxfp4":
+		// MX FP4: 4-bit floats in groups of 32 sharing a power-of-two
+		// (uint8) scale, no biases; MLX allows only this pair.
+		if gs != 32 || bits != 4 {
+			return fmt.Errorf("quantization mode mxfp4 needs bits 4 and group size 32, got %d and %d", bits, gs)
+		}
+		return nil
+	default:
+		return fmt.Errorf("quantization mode %q is not supported (affine, mxfp4)", mode)
 	}
 	switch bits {
 	case 2, 3, 4, 5, 6, 8:
@@ -143,8 +152,17 @@ func moduleQuant(q *Quantization, path string, inDims int, ws *Weights) (*mlx.Qu
 	}
 	gs := inDims / sc[len(sc)-1]
 	bits := w[len(w)-1] * 32 / inDims
-	if err := validQuant(gs, bits, "affine"); err != nil {
+	// infer_quant_config: only affine keeps its scales in the weight dtype;
+	// uint8 scales are one of the float modes, told apart by bits and group.
+	mode := "affine"
+	if ws.src[path+".scales"].Dtype == "uint8" {
+		if bits != 4 || gs != 32 {
+			return nil, fmt.Errorf("cannot infer the quantization mode of %s: %d bits with group size %d and uint8 scales (only mxfp4 is supported)", path, bits, gs)
+		}
+		mode = "mxfp4"
+	}
+	if err := validQuant(gs, bits, mode); err != nil {
 		return nil, fmt.Errorf("cannot infer the quantization of %s: %w", path, err)
 	}
-	return &mlx.Quant{GroupSize: gs, Bits: bits, Mode: "affine"}, nil
+	return &mlx.Quant{GroupSize: gs, Bits: bits, Mode: mode}, nil
 }

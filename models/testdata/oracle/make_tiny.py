@@ -335,7 +335,9 @@ VARIANTS = {
     "minicpm": [("bf16", "bfloat16", None), ("q4g32", "bfloat16", (32, 4))],
     # MLX's CPU expert matmuls are float32 only: bf16 is recorded as MLX's
     # error, the quantized models keep float32 activations
-    "gpt_oss": [("bf16", "bfloat16", None), ("q4g64", "float32", (64, 4))],
+    # mxfp4q8: the experts MX FP4 (uint8 scales, no biases), everything else
+    # 8-bit affine, as the MLX gpt-oss checkpoints are quantized
+    "gpt_oss": [("bf16", "bfloat16", None), ("q4g64", "float32", (64, 4)), ("mxfp4q8", "float32", "mxfp4_q8")],
     "gemma4_text": [("bf16", "bfloat16", None), ("q4g64", "bfloat16", (64, 4))],
     # quantize_model takes gemma4's quant_predicate: the router 8-bit
     "gemma4_text_moe": [("bf16", "bfloat16", None), ("q4g32", "float32", (32, 4))],
@@ -490,6 +492,16 @@ def save(model: nn.Module, config: dict, out: Path) -> None:
     save_config(copy.deepcopy(config), out / "config.json")
 
 
+def mxfp4_experts(path: str, module) -> object:
+    """The experts (switch layers) in mxfp4, the router as gpt_oss's own
+    quant_predicate has it, the rest at quantize_model's default."""
+    if ".experts." in path:
+        return {"group_size": 32, "bits": 4, "mode": "mxfp4"}
+    if path.endswith("router"):
+        return {"group_size": 64, "bits": 8}
+    return True
+
+
 def derive(src: Path, out: Path, dtype: str, quant) -> None:
     """What mlx_lm.convert does to src (cast, then quantize), without a tokenizer."""
     model, config = load_model(src, lazy=True)
@@ -503,7 +515,9 @@ def derive(src: Path, out: Path, dtype: str, quant) -> None:
 
     model.update(tree_map_with_path(set_dtype, model.parameters()))
     config["torch_dtype"] = dtype
-    if isinstance(quant, str):
+    if quant == "mxfp4_q8":
+        model, config = quantize_model(model, config, 64, 8, quant_predicate=mxfp4_experts)
+    elif isinstance(quant, str):
         pred = mixed_quant_predicate_builder(quant, model, 64)
         model, config = quantize_model(model, config, 64, 4, quant_predicate=pred)
     elif quant is not None:
