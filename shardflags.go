@@ -1,0 +1,136 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+
+	"github.com/mlxgo/mlxgo/mlx"
+	"github.com/mlxgo/mlxgo/models"
+)
+
+// shardFlags is generate's --shard: one rank of a distributed run, started
+// by `mlxgo launch` or mlx.launch (whose environment names the rank and
+// its peers). Rank 0 reads the prompt, encodes it and hands the ids to the
+// others; every rank then runs the same steps on identical logits (all_sum
+// leaves them equal on every rank) with the same sampling keys, and only
+// rank 0 prints.
+type shardFlags struct {
+	kind string // "" (whole), "tensor"
+	g    *mlx.Group
+}
+
+func (s *shardFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&s.kind, "shard", "", "")
+}
+
+func (s *shardFlags) check() error {
+	switch s.kind {
+	case "", "none", "tensor":
+		return nil
+	case "pipeline":
+		return usagef("--shard pipeline is not supported yet (use --shard tensor)")
+	}
+	return usagef("--shard %q: want tensor", s.kind)
+}
+
+func (s *shardFlags) on() bool { return s.kind == "tensor" }
+
+// follower is a rank other than 0, known from the launcher's environment
+// before MLX starts (MLX_RANK, the contract of every backend mlx.launch starts).
+func (s *shardFlags) follower() bool {
+	r := os.Getenv("MLX_RANK")
+	return s.on() && r != "" && r != "0"
+}
+
+// prompt is the prompt text on rank 0 (and without --shard), "" on the
+// other ranks, whose output is muted.
+func (s *shardFlags) prompt(c *generateCommand, f *generateFlags) (string, error) {
+	if err := s.check(); err != nil {
+		return "", err
+	}
+	if !s.follower() {
+		return c.readPrompt(f)
+	}
+	c.m.Stdout = io.Discard
+	f.verbose, f.jsonStats = false, false
+	return "", nil
+}
+
+// backend is the one `mlxgo launch` names (MLXGO_BACKEND), else MLX's first
+// available ("any": an mlxgo started by mlx.launch).
+func distributedBackend() string {
+	if b := os.Getenv("MLXGO_BACKEND"); b != "" {
+		return b
+	}
+	return "any"
+}
+
+// load is models.Load, or with --shard this rank's shard of the model (on
+// the executor).
+func (s *shardFlags) load(path string, opts models.LoadOptions) (models.Model, error) {
+	if !s.on() {
+		return models.Load(path, opts)
+	}
+	g, err := mlx.InitDistributed(true, distributedBackend())
+	if err != nil {
+		return nil, fmt.Errorf("cannot join the distributed group (start the ranks with mlxgo launch): %w", err)
+	}
+	if g.Size() < 2 {
+		return nil, fmt.Errorf("--shard tensor needs 2 ranks or more, and this process is alone (start it with mlxgo launch -n 2)")
+	}
+	s.g = g
+	return models.LoadSharded(path, opts, g)
+}
+
+// parallelism is what the composition records.
+func (s *shardFlags) parallelism() models.Parallelism {
+	if s.g == nil {
+		return models.Parallelism{}
+	}
+	return models.Parallelism{Kind: s.kind, Size: s.g.Size(), Rank: s.g.Rank(), Backend: s.g.Backend()}
+}
+
+// share runs encode on rank 0 and gives its ids to every rank (an all_sum
+// to which the others add zeros), with the seed when sampling is unseeded
+// (MLX's default keys need not agree across processes).
+func (s *shardFlags) share(f *generateFlags, stderr io.Writer, encode func() ([]int32, error)) ([]int32, error) {
+	if s.g == nil {
+		return encode()
+	}
+	var ids []int32
+	seed := int32(-1)
+	if s.g.Rank() == 0 {
+		var err error
+		if ids, err = encode(); err != nil {
+			return nil, err
+		}
+		if f.seed.set {
+			seed = -1
+		} else if f.sampler.Temp > 0 {
+			seed = int32(rand.Uint32() >> 1)
+		}
+		if f.verbose {
+			fmt.Fprintf(stderr, "parallel:    %s (rank 0 prints)\n", s.parallelism())
+		}
+	}
+	head, err := mlx.AllSum(mlx.FromSlice([]int32{int32(len(ids)), seed + 1}, 2), s.g).Int32s()
+	if err != nil {
+		return nil, fmt.Errorf("cannot share the prompt with the other ranks: %w", err)
+	}
+	n := int(head[0])
+	if s.g.Rank() != 0 {
+		ids = make([]int32, n)
+	}
+	if n > 0 {
+		if ids, err = mlx.AllSum(mlx.FromSlice(ids, n), s.g).Int32s(); err != nil {
+			return nil, fmt.Errorf("cannot share the prompt with the other ranks: %w", err)
+		}
+	}
+	if head[1] > 0 {
+		f.seed.v, f.seed.set = uint64(head[1]-1), true
+	}
+	return ids, nil
+}
