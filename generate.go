@@ -36,7 +36,7 @@ puts it there).
 
 Flags:
 	-m, --model PATH          the model (default: the default model)
-	-p, --prompt TEXT         the prompt; "-" reads stdin (default: read stdin)
+` + adapterUsageGenerate + `	-p, --prompt TEXT         the prompt; "-" reads stdin (default: read stdin)
 	--system, --system-prompt TEXT
 	                          a system message before the prompt
 	--raw                     no chat template: encode the prompt as is,
@@ -117,6 +117,7 @@ type generateFlags struct {
 	prefillStep                   int
 	verbose, jsonStats            bool
 	rt                            runtimeFlags
+	adapters                      adapterFlags
 }
 
 func (c *generateCommand) parse(args []string) (*generateFlags, error) {
@@ -124,6 +125,7 @@ func (c *generateCommand) parse(args []string) (*generateFlags, error) {
 	fs := c.m.newFlagSet("generate", generateUsage)
 	fs.StringVar(&f.model, "m", "", "")
 	fs.StringVar(&f.model, "model", "", "")
+	f.adapters.register(fs.FlagSet, false)
 	fs.StringVar(&f.prompt, "p", "", "")
 	fs.StringVar(&f.prompt, "prompt", "", "")
 	fs.StringVar(&f.system, "system", "", "")
@@ -160,6 +162,9 @@ func (c *generateCommand) parse(args []string) (*generateFlags, error) {
 	}
 	fs.Visit(func(fl *flag.Flag) { f.promptSet = f.promptSet || fl.Name == "p" || fl.Name == "prompt" })
 	if err := f.kv.check(fs.FlagSet); err != nil {
+		return nil, err
+	}
+	if err := f.adapters.check(false); err != nil {
 		return nil, err
 	}
 	switch {
@@ -215,11 +220,14 @@ func (c *generateCommand) Run(ctx context.Context, args []string) error {
 	r := &generateRun{m: c.m, f: f, path: path}
 	return mlx.Do(func() error {
 		t0 := time.Now()
-		model, err := models.Load(path, models.LoadOptions{})
+		model, err := models.Load(path, f.adapters.options())
 		if err != nil {
 			return fmt.Errorf("cannot load model %s: %w", path, err)
 		}
 		defer model.Close()
+		if model, err = f.adapters.view(model); err != nil {
+			return err
+		}
 		if mem, err := mlx.Memory(); err == nil {
 			r.weightBytes = mem.Active // nothing but the weights is allocated yet
 		}

@@ -85,6 +85,7 @@ func (r *generateRun) run(ctx context.Context, model models.Model, t *tok.Tokeni
 	}
 	if r.f.verbose {
 		fmt.Fprintf(r.m.Stderr, "model:       %s (%s, %s, %s), loaded in %.2f s\n", r.path, info.ModelType, info.Dtype, info.Quantization, r.loadTime.Seconds())
+		describeAdapters(r.m.Stderr, info)
 		fmt.Fprintf(r.m.Stderr, "runtime:     %s\n", mlx.RuntimeDescription())
 	}
 	if r.f.seed.set {

@@ -38,7 +38,7 @@ answer 404 naming it.
 
 Flags:
 	-m, --model PATH          the model (default: the default model)
-	--embed-model PATH        also serve POST /v1/embeddings with this
+` + adapterUsageServe + `	--embed-model PATH        also serve POST /v1/embeddings with this
 	                          embedding model (as for mlxgo embed -m)
 	--host HOST               address to listen on (default 127.0.0.1)
 	--port N                  port (default 8080; 0 picks a free one)
@@ -96,6 +96,7 @@ type serveFlags struct {
 	kv                        kvFlags
 	timeout, grace            time.Duration
 	rt                        runtimeFlags
+	adapters                  adapterFlags
 	sampling                  server.SamplingDefaults // the sampling flags given
 }
 
@@ -104,6 +105,7 @@ func (c *serveCommand) parse(args []string) (*serveFlags, error) {
 	fs := c.m.newFlagSet("serve", serveUsage)
 	fs.StringVar(&f.model, "m", "", "")
 	fs.StringVar(&f.model, "model", "", "")
+	f.adapters.register(fs.FlagSet, true)
 	fs.StringVar(&f.embedModel, "embed-model", "", "")
 	fs.StringVar(&f.host, "host", "127.0.0.1", "")
 	fs.IntVar(&f.port, "port", 8080, "")
@@ -151,6 +153,9 @@ func (c *serveCommand) parse(args []string) (*serveFlags, error) {
 		return nil, usageError{err.Error()}
 	}
 	if err := f.kv.check(fs.FlagSet); err != nil {
+		return nil, err
+	}
+	if err := f.adapters.check(true); err != nil {
 		return nil, err
 	}
 	switch {
@@ -210,11 +215,12 @@ func (c *serveCommand) Run(ctx context.Context, args []string) error {
 	}
 	t.Truncation, t.Padding = nil, nil // never cut a prompt silently
 	var model models.Model
-	if err := mlx.Do(func() (err error) { model, err = models.Load(path, models.LoadOptions{}); return err }); err != nil {
+	if err := mlx.Do(func() (err error) { model, err = models.Load(path, f.adapters.options()); return err }); err != nil {
 		return fmt.Errorf("cannot load model %s: %w", path, err)
 	}
 	defer mlx.Do(model.Close)
 	id := servedModelID(f.model, path)
+	logAdapters(c.m.Stderr, model.Info(), id)
 	sm := server.NewMLXModel(model, t, id, "mlxgo "+Version, f.cacheBytes)
 	sm.Grammars = gen.NewGrammars(t, sm.VocabSize, sm.EOS)
 	if sm, err = c.withKV(f, path, sm); err != nil {

@@ -68,6 +68,10 @@ func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, decode func(
 		fail(w, err)
 		return nil, false
 	}
+	if p.adapter, err = decodeAdapterField(body); err != nil {
+		fail(w, err)
+		return nil, false
+	}
 	return p, true
 }
 
@@ -76,6 +80,11 @@ func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, decode func(
 // with fail.
 func (s *Server) start(w http.ResponseWriter, r *http.Request, p *params, fail errorWriter) (*response, []*job, bool) {
 	t := s.cfg.Model.Tokenizer
+	adapter, err := s.adapterFor(p)
+	if err != nil {
+		fail(w, err)
+		return nil, nil, false
+	}
 	feat := s.tmpl.features(t)
 	if err := feat.check(p); err != nil {
 		fail(w, err)
@@ -112,7 +121,8 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request, p *params, fail e
 	if c != nil {
 		rs.features = strings.TrimSpace(rs.features + " grammar=" + c.what)
 	}
-	ctx := r.Context()
+	s.useAdapter(rs, adapter)
+	ctx := withAdapter(r.Context(), adapter)
 	if s.cfg.RequestTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, s.cfg.RequestTimeout)
@@ -323,6 +333,7 @@ func (s *Server) models() []map[string]any {
 		"id": s.cfg.Model.ID, "object": "model", "created": s.created, "owned_by": "mlxgo",
 		"x_mlxgo": map[string]any{"artifact_fingerprint": fp, "context_length": s.cfg.Model.ContextLength},
 	}}
+	out = append(out, s.adapterEntries()...)
 	if e := s.cfg.Embeddings; e != nil && e.ID != s.cfg.Model.ID {
 		efp, _ := e.Fingerprint()
 		out = append(out, map[string]any{

@@ -34,7 +34,7 @@ func TestErrorMatrix(t *testing.T) {
 		{name: "best_of other than n", method: "POST", path: "/v1/completions", body: `{"prompt":"hi","n":2,"best_of":3}`, hdr: auth, status: 400, param: "best_of", code: "unsupported_parameter"},
 		{name: "xtc_probability out of range", method: "POST", path: "/v1/chat/completions", body: `{"messages":[{"role":"user","content":"hi"}],"xtc_probability":1.5}`, hdr: auth, status: 400, param: "xtc_probability"},
 		{name: "xtc_threshold out of range", method: "POST", path: "/v1/completions", body: `{"prompt":"hi","xtc_probability":0.5,"xtc_threshold":0.7}`, hdr: auth, status: 400, param: "xtc_threshold"},
-		{name: "adapters", method: "POST", path: "/v1/chat/completions", body: `{"messages":[{"role":"user","content":"hi"}],"adapters":"./lora"}`, hdr: auth, status: 400, param: "adapters", code: "unsupported_parameter"},
+		{name: "adapters naming no loaded adapter", method: "POST", path: "/v1/chat/completions", body: `{"messages":[{"role":"user","content":"hi"}],"adapters":"./lora"}`, hdr: auth, status: 404, param: "adapters", code: "adapter_not_found"},
 		{name: "draft_model", method: "POST", path: "/v1/completions", body: `{"prompt":"hi","draft_model":"small"}`, hdr: auth, status: 400, param: "draft_model", code: "unsupported_parameter"},
 		{name: "num_draft_tokens", method: "POST", path: "/v1/completions", body: `{"prompt":"hi","num_draft_tokens":3}`, hdr: auth, status: 400, param: "num_draft_tokens", code: "unsupported_parameter"},
 		{name: "reasoning_effort", method: "POST", path: "/v1/chat/completions", body: `{"messages":[{"role":"user","content":"hi"}],"reasoning_effort":"low"}`, hdr: auth, status: 400, param: "reasoning_effort", code: "unsupported_parameter"},

@@ -65,8 +65,15 @@ func (r *MLXRunner) Add(ctx context.Context, prompt []int32, o gen.Options, seed
 		}
 		var res Result
 		var caches []kv.Cache
+		adapter := adapterFrom(ctx)
 		if r.Cache != nil {
-			caches, res.CachedTokens = r.Cache.take(prompt)
+			caches, res.CachedTokens = r.Cache.take(adapter, prompt)
+		}
+		if caches == nil && adapter != "" {
+			var err error
+			if caches, err = r.adapterCaches(adapter); err != nil {
+				return err
+			}
 		}
 		o.KV, o.QuantizedKVStart = r.KV, r.QuantizedKVStart
 		// o.ContextLength stays whole: gen.Batch counts the tokens the
@@ -93,8 +100,12 @@ func (r *MLXRunner) Add(ctx context.Context, prompt []int32, o gen.Options, seed
 		}
 		err := r.batch.Add(row)
 		if err != nil && caches != nil {
-			// The caches are still ours and still hold the prefix.
-			r.Cache.put(append([]int32(nil), prompt[:res.CachedTokens]...), caches)
+			if res.CachedTokens > 0 {
+				// The caches are still ours and still hold the prefix.
+				r.Cache.put(adapter, append([]int32(nil), prompt[:res.CachedTokens]...), caches)
+			} else {
+				kv.FreeAll(caches) // an adapter's fresh caches
+			}
 		}
 		r.count()
 		return err
@@ -175,7 +186,8 @@ func (r *MLXRunner) keep(tokens []int32, caches []kv.Cache) {
 		}
 		held = len(tokens)
 	}
-	r.Cache.put(tokens[:held], caches)
+	adapter, _ := models.AdapterOf(r.Model, caches)
+	r.Cache.put(adapter, tokens[:held], caches)
 }
 
 // NewMLXModel describes a loaded model for the server: its limits, EOS ids
@@ -203,7 +215,8 @@ func NewMLXModel(m models.Model, t *tok.Tokenizer, id, runtime string, cacheByte
 			KVScheme:         kvScheme(info, m.NewCaches(kv.Options{})),
 			FidelityContract: "L1: logits bit-identical to mlx-lm 0.32.2 on the same libmlx",
 		},
-		Runner: r,
+		Runner:   r,
+		Adapters: adaptersOf(info),
 	}
 }
 

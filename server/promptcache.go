@@ -20,9 +20,10 @@ type PromptCache struct {
 }
 
 type cacheEntry struct {
-	tokens []int32
-	caches []kv.Cache
-	nbytes int
+	adapter string // the LoRA adapter the KV was computed with ("": none)
+	tokens  []int32
+	caches  []kv.Cache
+	nbytes  int
 }
 
 // NewPromptCache makes a cache that holds at most maxBytes of KV.
@@ -34,13 +35,17 @@ func (c *PromptCache) Bytes() int { return c.bytes }
 // Len is the number of token sequences held.
 func (c *PromptCache) Len() int { return len(c.entries) }
 
-// take removes the entry that serves the longest prefix of tokens and
-// returns its caches trimmed to that prefix, and the prefix length. At least
-// one token is always left to run, because generation needs the logits of
-// the last prompt token. It returns nil, 0 on a miss.
-func (c *PromptCache) take(tokens []int32) ([]kv.Cache, int) {
+// take removes the entry of adapter ("": none) that serves the longest
+// prefix of tokens and returns its caches trimmed to that prefix, and the
+// prefix length. At least one token is always left to run, because
+// generation needs the logits of the last prompt token. It returns nil, 0
+// on a miss.
+func (c *PromptCache) take(adapter string, tokens []int32) ([]kv.Cache, int) {
 	best, bestN := -1, 0
 	for i, e := range c.entries {
+		if e.adapter != adapter {
+			continue // another adapter's KV differs for the same tokens
+		}
 		n := min(commonPrefix(e.tokens, tokens), len(tokens)-1)
 		if n < len(e.tokens) && !kv.Trimmable(e.caches) {
 			// The entry holds tokens past the shared prefix that cannot be
@@ -62,18 +67,19 @@ func (c *PromptCache) take(tokens []int32) ([]kv.Cache, int) {
 	return e.caches, bestN
 }
 
-// put stores caches (now owned by the cache) as the KV of tokens, drops the
-// entries they make redundant (prefixes of tokens, which a trim can serve)
-// and evicts the least recently used until the byte cap holds.
-func (c *PromptCache) put(tokens []int32, caches []kv.Cache) {
-	e := &cacheEntry{tokens: tokens, caches: caches, nbytes: kv.Nbytes(caches)}
+// put stores caches (now owned by the cache) as the KV of tokens under
+// adapter, drops the entries they make redundant (prefixes of tokens of the
+// same adapter, which a trim can serve) and evicts the least recently used
+// until the byte cap holds.
+func (c *PromptCache) put(adapter string, tokens []int32, caches []kv.Cache) {
+	e := &cacheEntry{adapter: adapter, tokens: tokens, caches: caches, nbytes: kv.Nbytes(caches)}
 	if e.nbytes > c.maxBytes || len(tokens) == 0 {
 		kv.FreeAll(caches)
 		return
 	}
 	if kv.Trimmable(caches) {
 		for i := 0; i < len(c.entries); {
-			if o := c.entries[i]; len(o.tokens) <= len(tokens) && commonPrefix(o.tokens, tokens) == len(o.tokens) {
+			if o := c.entries[i]; o.adapter == adapter && len(o.tokens) <= len(tokens) && commonPrefix(o.tokens, tokens) == len(o.tokens) {
 				kv.FreeAll(c.remove(i).caches)
 				continue
 			}

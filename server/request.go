@@ -70,6 +70,7 @@ type completionBody struct {
 type params struct {
 	chat         bool
 	model        string
+	adapter      string         // the adapters field (adapters.go)
 	messages     []byte         // chat: the messages as a JSON array, content flattened to text
 	kwargs       map[string]any // chat: chat_template_kwargs
 	prompt       string         // completions: the prompt text

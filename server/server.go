@@ -43,6 +43,8 @@ type Model struct {
 	// runtime, numeric scheme and fidelity contract.
 	Composition Composition
 	Runner      Runner
+	// Adapters are the LoRA adapters requests may choose (adapters.go).
+	Adapters []Adapter
 }
 
 // Config is how the server runs.

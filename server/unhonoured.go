@@ -23,7 +23,6 @@ type unhonouredField struct {
 
 var unhonoured = map[string]unhonouredField{
 	// mlx_lm.server's own fields.
-	"adapters":         {"LoRA adapters are not implemented; serve a model with the adapter fused", isEmptyString},
 	"draft_model":      {"speculative decoding is not implemented", isEmptyString},
 	"num_draft_tokens": {"speculative decoding is not implemented", isZero},
 	"role_mapping":     {"prompts are built by the model's chat template only", nil},
