@@ -14,6 +14,7 @@ import (
 	"github.com/mlxgo/mlxgo/mlx"
 	"github.com/mlxgo/mlxgo/models"
 	"github.com/mlxgo/mlxgo/models/embed"
+	"github.com/mlxgo/mlxgo/models/whisper"
 	"github.com/mlxgo/mlxgo/server"
 	"github.com/mlxgo/mlxgo/tok"
 )
@@ -23,7 +24,8 @@ const serveUsage = `Usage: mlxgo serve [-m PATH] [flags]
 Serves an OpenAI-compatible HTTP API over one model until SIGINT or
 SIGTERM: POST /v1/chat/completions and /v1/completions (streaming or not;
 also without /v1, as mlx_lm.server serves them), POST /v1/embeddings with
---embed-model, GET /v1/models and /v1/models/ID, /health and /metrics
+--embed-model, POST /v1/audio/transcriptions (and /v1/audio/translations
+on multilingual models) with --whisper-model, GET /v1/models and /v1/models/ID, /health and /metrics
 (Prometheus); OpenAI's Responses API, POST /v1/responses and GET
 /v1/responses/ID; and Anthropic's POST /v1/messages and
 /v1/messages/count_tokens. One line with the URL
@@ -34,12 +36,18 @@ PATH is as for mlxgo generate (model directory, .gguf file, or a Hugging
 Face repo id in the local cache); without -m, the default model. A
 sentence-transformers directory (one with modules.json) is an embedding
 model: it is served on /v1/embeddings alone, and the completion endpoints
-answer 404 naming it.
+answer 404 naming it. --whisper-model without -m serves the Whisper model
+alone (the completion endpoints answer 404 naming it).
 
 Flags:
 	-m, --model PATH          the model (default: the default model)
 ` + adapterUsageServe + `	--embed-model PATH        also serve POST /v1/embeddings with this
 	                          embedding model (as for mlxgo embed -m)
+	--whisper-model DIR       also serve POST /v1/audio/transcriptions with this
+	                          Whisper model (as for mlxgo transcribe -m; its
+	                          tokenizer.json beside it); uploads up to 25 MiB,
+	                          each transcription a job of the same queue, run
+	                          window by window between generation steps
 	--host HOST               address to listen on (default 127.0.0.1)
 	--port N                  port (default 8080; 0 picks a free one)
 	--batch N                 rows decoded together: the cap of the one
@@ -89,7 +97,7 @@ type serveCommand struct{ m *Main }
 
 type serveFlags struct {
 	model, host, apiKey, cors string
-	embedModel                string
+	embedModel, whisperModel  string
 	port, batch, maxTokens    int
 	maxQueue, cacheBytes      int
 	responseStore             int
@@ -107,6 +115,7 @@ func (c *serveCommand) parse(args []string) (*serveFlags, error) {
 	fs.StringVar(&f.model, "model", "", "")
 	f.adapters.register(fs.FlagSet, true)
 	fs.StringVar(&f.embedModel, "embed-model", "", "")
+	fs.StringVar(&f.whisperModel, "whisper-model", "", "")
 	fs.StringVar(&f.host, "host", "127.0.0.1", "")
 	fs.IntVar(&f.port, "port", 8080, "")
 	fs.IntVar(&f.batch, "batch", 1, "")
@@ -180,6 +189,12 @@ func (c *serveCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	if f.model == "" && f.whisperModel != "" {
+		if f.embedModel != "" {
+			return usagef("--embed-model goes beside a chat model (-m); --whisper-model alone serves only /v1/audio")
+		}
+		return c.serveAudioOnly(ctx, f)
+	}
 	path, err := resolveModel(f.model, os.Getenv)
 	if err != nil {
 		return err
@@ -187,11 +202,18 @@ func (c *serveCommand) Run(ctx context.Context, args []string) error {
 	if err := loadMLX(ctx, &f.rt); err != nil {
 		return err
 	}
+	var tr *server.Transcriber
+	if f.whisperModel != "" {
+		if tr, err = loadTranscriber(f.whisperModel); err != nil {
+			return err
+		}
+		defer mlx.Do(func() error { tr.Model.Close(); return nil })
+	}
 	if isEmbeddingModel(path) {
 		if f.embedModel != "" {
 			return usagef("-m %s is an embedding model already; --embed-model goes beside a chat model", f.model)
 		}
-		return c.serveEmbeddingsOnly(ctx, f, path)
+		return c.serveEmbeddingsOnly(ctx, f, path, tr)
 	}
 	var emb *server.Embeddings
 	if f.embedModel != "" {
@@ -234,17 +256,20 @@ func (c *serveCommand) Run(ctx context.Context, args []string) error {
 	if emb != nil {
 		id += " and " + emb.ID
 	}
-	return c.listen(ctx, f, sm, emb, id, genCfg)
+	if tr != nil {
+		id += " and " + tr.ID
+	}
+	return c.listen(ctx, f, sm, emb, tr, id, genCfg)
 }
 
 // listen serves model (and emb when not nil) with the flags' limits.
-func (c *serveCommand) listen(ctx context.Context, f *serveFlags, model server.Model, emb *server.Embeddings, id string, genCfg server.SamplingDefaults) error {
+func (c *serveCommand) listen(ctx context.Context, f *serveFlags, model server.Model, emb *server.Embeddings, tr *server.Transcriber, id string, genCfg server.SamplingDefaults) error {
 	responseStore := f.responseStore
 	if responseStore == 0 {
 		responseStore = -1 // the flag's 0 keeps none; Config's 0 is the default
 	}
 	srv, err := server.New(server.Config{
-		Model: model, Embeddings: emb,
+		Model: model, Embeddings: emb, Transcriber: tr,
 		MaxTokens: 512, // mlx_lm.server's --max-tokens default, below the flag and generation_config.json
 		Flags:     f.sampling, GenerationConfig: genCfg,
 		APIKey: f.apiKey, CORSOrigin: f.cors, MaxQueue: f.maxQueue,
@@ -305,7 +330,7 @@ func loadEmbeddings(arg string) (*server.Embeddings, error) {
 
 // serveEmbeddingsOnly serves an embedding model alone: the completion
 // endpoints refuse with 404 naming it (see server.NotChatModel).
-func (c *serveCommand) serveEmbeddingsOnly(ctx context.Context, f *serveFlags, path string) error {
+func (c *serveCommand) serveEmbeddingsOnly(ctx context.Context, f *serveFlags, path string, tr *server.Transcriber) error {
 	emb, err := loadEmbeddings(path)
 	if err != nil {
 		return err
@@ -317,5 +342,45 @@ func (c *serveCommand) serveEmbeddingsOnly(ctx context.Context, f *serveFlags, p
 	}
 	model := server.Model{ID: emb.ID, Tokenizer: t, ContextLength: emb.Model.MaxLen, Fingerprint: emb.Fingerprint,
 		Composition: emb.Composition, Runner: server.EmbeddingOnlyRunner{ID: emb.ID}}
-	return c.listen(ctx, f, model, emb, emb.ID, server.SamplingDefaults{})
+	id := emb.ID
+	if tr != nil {
+		id += " and " + tr.ID
+	}
+	return c.listen(ctx, f, model, emb, tr, id, server.SamplingDefaults{})
+}
+
+// loadTranscriber loads a Whisper model directory for /v1/audio (on the
+// MLX executor; the caller closes tr.Model there).
+func loadTranscriber(dir string) (*server.Transcriber, error) {
+	if st, err := os.Stat(dir); err != nil {
+		return nil, fmt.Errorf("cannot load whisper model: %w", err)
+	} else if !st.IsDir() {
+		return nil, fmt.Errorf("cannot load whisper model: %s is not a directory", dir)
+	}
+	var m *whisper.Model
+	if err := mlx.Do(func() (err error) { m, err = whisper.Load(dir); return err }); err != nil {
+		return nil, fmt.Errorf("cannot load whisper model: %w", err)
+	}
+	tk, err := whisper.LoadTokenizer(filepath.Join(dir, "tokenizer.json"), m.Dims, "", "transcribe")
+	if err != nil {
+		mlx.Do(func() error { m.Close(); return nil })
+		return nil, err
+	}
+	return server.NewTranscriber(m, tk, dir, servedModelID(dir, dir), "mlxgo "+Version), nil
+}
+
+// serveAudioOnly serves a Whisper model alone: the completion endpoints
+// refuse with 404 naming it (server.NotChatModelAudio).
+func (c *serveCommand) serveAudioOnly(ctx context.Context, f *serveFlags) error {
+	if err := loadMLX(ctx, &f.rt); err != nil {
+		return err
+	}
+	tr, err := loadTranscriber(f.whisperModel)
+	if err != nil {
+		return err
+	}
+	defer mlx.Do(func() error { tr.Model.Close(); return nil })
+	model := server.Model{ID: tr.ID, Tokenizer: tr.Tokenizer.Text(), Fingerprint: tr.Fingerprint,
+		Composition: tr.Composition, Runner: server.AudioOnlyRunner{ID: tr.ID}}
+	return c.listen(ctx, f, model, nil, tr, tr.ID, server.SamplingDefaults{})
 }

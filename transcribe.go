@@ -147,18 +147,7 @@ func (f *transcribeFlags) temperatures() []float64 {
 	if !f.tempSet {
 		return whisper.DefaultOptions().Temperatures
 	}
-	if f.increment == 0 {
-		return []float64{f.temperature}
-	}
-	var ts []float64
-	for i := 0; ; i++ {
-		t := f.temperature + float64(i)*f.increment
-		if t >= 1+1e-6 {
-			break
-		}
-		ts = append(ts, t)
-	}
-	return ts
+	return whisper.Temperatures(f.temperature, f.increment)
 }
 
 // readAudio reads the whole input, a named file or stdin: WAV natively,

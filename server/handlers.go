@@ -58,6 +58,10 @@ func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, decode func(
 		fail(w, NotChatModel(e.ID))
 		return nil, false
 	}
+	if a, ok := s.cfg.Model.Runner.(AudioOnlyRunner); ok {
+		fail(w, NotChatModelAudio(a.ID))
+		return nil, false
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
 	if err != nil {
 		fail(w, err)
@@ -341,6 +345,9 @@ func (s *Server) models() []map[string]any {
 			"x_mlxgo": map[string]any{"artifact_fingerprint": efp, "context_length": e.Model.MaxLen,
 				"endpoints": []string{"/v1/embeddings"}, "dimensions": e.Model.Dims},
 		})
+	}
+	if t := s.cfg.Transcriber; t != nil && t.ID != s.cfg.Model.ID {
+		out = append(out, t.modelEntry(s.created))
 	}
 	return out
 }

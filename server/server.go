@@ -59,6 +59,9 @@ type Config struct {
 	ShutdownGrace  time.Duration // 0: 10 s
 	// Embeddings answers POST /v1/embeddings (nil: 404 naming the model).
 	Embeddings *Embeddings
+	// Transcriber answers POST /v1/audio/transcriptions and translations
+	// (nil: 404 naming the model).
+	Transcriber *Transcriber
 	// Flags and GenerationConfig are the sampling defaults of serve's flags
 	// and of the model's generation_config.json, in that order of
 	// precedence below the request's own fields (defaults.go).
@@ -133,6 +136,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, ready func(url stri
 	if e := s.cfg.Embeddings; e != nil {
 		go e.Fingerprint()
 	}
+	if t := s.cfg.Transcriber; t != nil {
+		go t.Fingerprint()
+	}
 	go s.eng.run()
 	base, cancelAll := context.WithCancel(context.Background())
 	defer cancelAll()
@@ -198,6 +204,8 @@ func (s *Server) Handler() http.Handler {
 	route(http.MethodPost, "/v1/responses", s.handleResponses)
 	route(http.MethodGet, "/v1/responses/{id}", s.handleResponse)
 	route(http.MethodPost, "/v1/embeddings", s.handleEmbeddings)
+	route(http.MethodPost, "/v1/audio/transcriptions", s.handleTranscriptions)
+	route(http.MethodPost, "/v1/audio/translations", s.handleTranslations)
 	route(http.MethodGet, "/v1/models", s.handleModels)
 	route(http.MethodGet, "/v1/models/{id...}", s.handleModel)
 	route(http.MethodGet, "/health", s.handleHealth)

@@ -56,7 +56,7 @@ func Write(w io.Writer, format, task string, r *Result) error {
 			Duration float64   `json:"duration"`
 			Text     string    `json:"text"`
 			Segments []Segment `json:"segments"`
-		}{task, languageName(r.Language), r.Duration, r.Text, r.Segments}); err != nil {
+		}{task, LanguageName(r.Language), r.Duration, r.Text, r.Segments}); err != nil {
 			return err
 		}
 	case "srt":
@@ -90,8 +90,8 @@ func writeJSON(w io.Writer, v any) error {
 
 func subtitleText(s string) string { return strings.ReplaceAll(trimSpace(s), "-->", "->") }
 
-// languageName is OpenAI's verbose_json language: the English name.
-func languageName(code string) string {
+// LanguageName is OpenAI's verbose_json language: the English name.
+func LanguageName(code string) string {
 	names := map[string]string{"en": "english", "zh": "chinese", "de": "german", "es": "spanish", "ru": "russian",
 		"ko": "korean", "fr": "french", "ja": "japanese", "pt": "portuguese", "tr": "turkish", "pl": "polish",
 		"ca": "catalan", "nl": "dutch", "ar": "arabic", "sv": "swedish", "it": "italian", "id": "indonesian",

@@ -33,6 +33,8 @@ type Tokenizer struct {
 	// on multilingual models (mlx-whisper's sot_sequence).
 	SOTSequence []int32
 	Language    string
+
+	multilingual bool
 }
 
 // LoadTokenizer reads tokenizer.json from dir (or the file path given) for a
@@ -65,21 +67,30 @@ func LoadTokenizer(path string, d Dims, language, task string) (*Tokenizer, erro
 	if int(t.TimestampBegin)+1501 != d.NVocab {
 		return nil, fmt.Errorf("%s: timestamps from %d leave %d tokens of %d, want 1501", path, t.TimestampBegin, d.NVocab-int(t.TimestampBegin), d.NVocab)
 	}
-	t.SOTSequence = []int32{sot}
-	if d.Multilingual() {
+	t.multilingual = d.Multilingual()
+	return t.WithTask(language, task)
+}
+
+// WithTask is t with the start sequence of language and task (multilingual
+// models; "" is "en" and "transcribe"); it shares t's vocabulary.
+func (t *Tokenizer) WithTask(language, task string) (*Tokenizer, error) {
+	c := *t
+	c.SOTSequence = []int32{t.SOT}
+	if t.multilingual {
 		if language == "" {
 			language = "en"
 		}
+		n := t.NumLanguages
 		i := slices.Index(Languages[:min(n, len(Languages))], language)
 		if i < 0 {
 			return nil, fmt.Errorf("unknown language %q (want one of %s)", language, strings.Join(Languages[:min(n, len(Languages))], " "))
 		}
-		t.Language = language
+		c.Language = language
 		switch task {
 		case "transcribe", "":
-			t.SOTSequence = append(t.SOTSequence, sot+1+int32(i), t.Transcribe)
+			c.SOTSequence = append(c.SOTSequence, t.SOT+1+int32(i), t.Transcribe)
 		case "translate":
-			t.SOTSequence = append(t.SOTSequence, sot+1+int32(i), t.Translate)
+			c.SOTSequence = append(c.SOTSequence, t.SOT+1+int32(i), t.Translate)
 		default:
 			return nil, fmt.Errorf("unknown task %q (transcribe or translate)", task)
 		}
@@ -90,10 +101,17 @@ func LoadTokenizer(path string, d Dims, language, task string) (*Tokenizer, erro
 		if task == "translate" {
 			return nil, fmt.Errorf("this model is English-only: it cannot translate")
 		}
-		t.Language = "en"
+		c.Language = "en"
 	}
-	return t, nil
+	return &c, nil
 }
+
+// Multilingual reports whether the vocabulary has language tokens (and so
+// can translate).
+func (t *Tokenizer) Multilingual() bool { return t.multilingual }
+
+// Text is the underlying BPE tokenizer.
+func (t *Tokenizer) Text() *tok.Tokenizer { return t.bpe }
 
 // Encode tokenizes text with no special tokens.
 func (t *Tokenizer) Encode(text string) ([]int32, error) { return t.bpe.Encode(text, false) }

@@ -39,6 +39,24 @@ func DefaultOptions() Options {
 	}
 }
 
+// Temperatures is the fallback schedule from start by increment up to 1:
+// np.arange(start, 1 + 1e-6, increment) as mlx-whisper's command line
+// builds it (increment 0: start alone).
+func Temperatures(start, increment float64) []float64 {
+	if increment <= 0 {
+		return []float64{start}
+	}
+	var ts []float64
+	for i := 0; ; i++ {
+		t := start + float64(i)*increment
+		if t >= 1+1e-6 {
+			break
+		}
+		ts = append(ts, t)
+	}
+	return ts
+}
+
 // Segment is one transcribed segment (mlx-whisper's segment dict).
 type Segment struct {
 	ID               int     `json:"id"`
@@ -83,150 +101,212 @@ func (d *Decoder) Transcribe(ctx context.Context, samples []float32, o Options) 
 // silence (audio.LogMel with padding audio.NSamples); duration is the clip's
 // length in seconds.
 func (d *Decoder) TranscribeMel(ctx context.Context, mel *audio.Mel, duration float64, o Options) (*Result, error) {
-	t := d.Tok
-	var err error
-	contentFrames := mel.Frames - audio.NFrames
-	res := &Result{Language: t.Language, Duration: duration, Segments: []Segment{}}
-	attempts := 0
-	inputStride := audio.NFrames / d.M.Dims.NAudioCtx // 2 mel frames per token
-	timePrecision := float64(inputStride*audio.HopLength) / audio.SampleRate
-	var allTokens []int32
-	promptResetSince := 0
-	var initialPrompt []int32
-	if o.InitialPrompt != "" {
-		if initialPrompt, err = t.Encode(" " + trimSpace(o.InitialPrompt)); err != nil {
-			return nil, fmt.Errorf("cannot encode the prompt: %w", err)
-		}
-		allTokens = append(allTokens, initialPrompt...)
+	r, err := d.StartMel(mel, duration, o)
+	if err != nil {
+		return nil, err
 	}
-	temps := o.Temperatures
-	if len(temps) == 0 {
-		temps = []float64{0}
-	}
-	seek := 0
-	for seek < contentFrames {
-		if err := ctx.Err(); err != nil {
+	for {
+		done, err := r.Step(ctx)
+		if err != nil {
 			return nil, err
 		}
-		timeOffset := float64(seek*audio.HopLength) / audio.SampleRate
-		segmentSize := min(audio.NFrames, contentFrames-seek)
-		segmentDuration := float64(segmentSize*audio.HopLength) / audio.SampleRate
-		window := mel.Window(seek, segmentSize)
-		prompt := slices.Clone(allTokens[promptResetSince:])
-		var r *DecodeResult
-		for i, temp := range temps {
-			win := attempts
-			attempts++
-			do := DecodeOptions{Temperature: temp, Prompt: prompt, WithoutTimestamps: o.WithoutTimestamps, Seed: o.Seed + uint64(res.Windows)*1000 + uint64(i)}
-			if o.Trace != nil {
-				do.Trace = func(step int, logits []float32, tok int32) { o.Trace(win, step, logits, tok) }
-			}
-			if r, err = d.DecodeWindow(window, do); err != nil {
-				return nil, err
-			}
-			if i > 0 {
-				res.Fallbacks++
-			}
-			needsFallback := false
-			if o.CompressionRatioThreshold > 0 && r.CompressionRatio > o.CompressionRatioThreshold {
-				needsFallback = true // too repetitive
-			}
-			if !math.IsNaN(o.LogprobThreshold) && r.AvgLogprob < o.LogprobThreshold {
-				needsFallback = true // average log probability too low
-			}
-			if !math.IsNaN(o.NoSpeechThreshold) && r.NoSpeechProb > o.NoSpeechThreshold {
-				needsFallback = false // silence
-			}
-			if !needsFallback {
-				break
-			}
+		if done {
+			return r.Result(), nil
 		}
-		res.Windows++
-		if !math.IsNaN(o.NoSpeechThreshold) {
-			skip := r.NoSpeechProb > o.NoSpeechThreshold
-			if !math.IsNaN(o.LogprobThreshold) && r.AvgLogprob > o.LogprobThreshold {
-				skip = false
-			}
-			if skip {
-				seek += segmentSize // fast-forward to the next window
-				if o.Window != nil {
-					o.Window(seek, contentFrames)
-				}
-				continue
-			}
+	}
+}
+
+// Run is one transcription in progress: Transcribe's loop, a window at a
+// time, so that a server can run other work between windows.
+type Run struct {
+	d             *Decoder
+	mel           *audio.Mel
+	o             Options
+	res           *Result
+	temps         []float64
+	contentFrames int
+	seek          int
+	attempts      int
+	// allTokens is every segment's tokens after the initial prompt's;
+	// windows are prompted from promptResetSince on.
+	allTokens        []int32
+	promptResetSince int
+	initialPrompt    []int32
+}
+
+// Start computes the log-mel of 16 kHz mono samples (plus 30 s of silence)
+// and returns the transcription ready for its first window. Call it on the
+// executor.
+func (d *Decoder) Start(samples []float32, o Options) (*Run, error) {
+	mel, err := audio.LogMel(samples, d.M.Dims.NMels, audio.NSamples)
+	if err != nil {
+		return nil, err
+	}
+	return d.StartMel(mel, float64(len(samples))/audio.SampleRate, o)
+}
+
+// StartMel is Start from a log-mel already computed (see TranscribeMel).
+func (d *Decoder) StartMel(mel *audio.Mel, duration float64, o Options) (*Run, error) {
+	r := &Run{d: d, mel: mel, o: o, contentFrames: mel.Frames - audio.NFrames, temps: o.Temperatures,
+		res: &Result{Language: d.Tok.Language, Duration: duration, Segments: []Segment{}}}
+	if o.InitialPrompt != "" {
+		var err error
+		if r.initialPrompt, err = d.Tok.Encode(" " + trimSpace(o.InitialPrompt)); err != nil {
+			return nil, fmt.Errorf("cannot encode the prompt: %w", err)
 		}
-		tokens := r.Tokens
-		isTS := func(i int) bool { return tokens[i] >= t.TimestampBegin }
-		n := len(tokens)
-		singleEnding := n >= 2 && !isTS(n-2) && isTS(n-1)
-		var consecutive []int
-		for i := 0; i+1 < n; i++ {
-			if isTS(i) && isTS(i+1) {
-				consecutive = append(consecutive, i+1)
-			}
-		}
-		newSegment := func(start, end float64, toks []int32) Segment {
-			var text []int32
-			for _, id := range toks {
-				if id < t.EOT {
-					text = append(text, id)
-				}
-			}
-			return Segment{
-				Seek: seek, Start: start, End: end, Text: t.Decode(text), Tokens: slices.Clone(toks),
-				Temperature: r.Temperature, AvgLogprob: r.AvgLogprob, CompressionRatio: r.CompressionRatio, NoSpeechProb: r.NoSpeechProb,
-			}
-		}
-		var current []Segment
-		if len(consecutive) > 0 {
-			slicesAt := consecutive
-			if singleEnding {
-				slicesAt = append(slicesAt, n)
-			}
-			last := 0
-			for _, cur := range slicesAt {
-				st := tokens[last:cur]
-				startPos := float64(st[0] - t.TimestampBegin)
-				endPos := float64(st[len(st)-1] - t.TimestampBegin)
-				current = append(current, newSegment(timeOffset+startPos*timePrecision, timeOffset+endPos*timePrecision, st))
-				last = cur
-			}
-			if singleEnding {
-				seek += segmentSize
-			} else {
-				seek += int(tokens[last-1]-t.TimestampBegin) * inputStride
-			}
-		} else {
-			duration := segmentDuration
-			var stamps []int32
-			for _, id := range tokens {
-				if id >= t.TimestampBegin {
-					stamps = append(stamps, id)
-				}
-			}
-			if len(stamps) > 0 && stamps[len(stamps)-1] != t.TimestampBegin {
-				duration = float64(stamps[len(stamps)-1]-t.TimestampBegin) * timePrecision
-			}
-			current = append(current, newSegment(timeOffset, timeOffset+duration, tokens))
-			seek += segmentSize
-		}
-		for i := range current {
-			if current[i].Start == current[i].End || trimSpace(current[i].Text) == "" {
-				current[i].Text, current[i].Tokens = "", []int32{}
-			}
-		}
-		for i := range current {
-			current[i].ID = len(res.Segments)
-			res.Segments = append(res.Segments, current[i])
-			allTokens = append(allTokens, current[i].Tokens...)
-		}
-		if o.NoConditionOnPreviousText || r.Temperature > 0.5 {
-			promptResetSince = len(allTokens)
-		}
+		r.allTokens = append(r.allTokens, r.initialPrompt...)
+	}
+	if len(r.temps) == 0 {
+		r.temps = []float64{0}
+	}
+	return r, nil
+}
+
+// Result is the transcription so far; after the last Step, the whole one.
+func (r *Run) Result() *Result {
+	r.res.Text = r.d.Tok.Decode(r.allTokens[len(r.initialPrompt):])
+	return r.res
+}
+
+// Step decodes the next window (with temperature fallback) and reports
+// whether the transcription is done. Call it on the executor.
+func (r *Run) Step(ctx context.Context) (bool, error) {
+	if r.seek >= r.contentFrames {
+		return true, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return true, err
+	}
+	if err := r.window(); err != nil {
+		return true, err
+	}
+	return r.seek >= r.contentFrames, nil
+}
+
+// window is one iteration of mlx-whisper's transcribe loop.
+func (r *Run) window() error {
+	d, o, res, t, mel := r.d, r.o, r.res, r.d.Tok, r.mel
+	contentFrames, seek := r.contentFrames, r.seek
+	defer func() {
+		r.seek = seek
 		if o.Window != nil {
 			o.Window(min(seek, contentFrames), contentFrames)
 		}
+	}()
+	inputStride := audio.NFrames / d.M.Dims.NAudioCtx // 2 mel frames per token
+	timePrecision := float64(inputStride*audio.HopLength) / audio.SampleRate
+	var err error
+	timeOffset := float64(seek*audio.HopLength) / audio.SampleRate
+	segmentSize := min(audio.NFrames, contentFrames-seek)
+	segmentDuration := float64(segmentSize*audio.HopLength) / audio.SampleRate
+	window := mel.Window(seek, segmentSize)
+	prompt := slices.Clone(r.allTokens[r.promptResetSince:])
+	var dr *DecodeResult
+	for i, temp := range r.temps {
+		win := r.attempts
+		r.attempts++
+		do := DecodeOptions{Temperature: temp, Prompt: prompt, WithoutTimestamps: o.WithoutTimestamps, Seed: o.Seed + uint64(res.Windows)*1000 + uint64(i)}
+		if o.Trace != nil {
+			do.Trace = func(step int, logits []float32, tok int32) { o.Trace(win, step, logits, tok) }
+		}
+		if dr, err = d.DecodeWindow(window, do); err != nil {
+			return err
+		}
+		if i > 0 {
+			res.Fallbacks++
+		}
+		needsFallback := false
+		if o.CompressionRatioThreshold > 0 && dr.CompressionRatio > o.CompressionRatioThreshold {
+			needsFallback = true // too repetitive
+		}
+		if !math.IsNaN(o.LogprobThreshold) && dr.AvgLogprob < o.LogprobThreshold {
+			needsFallback = true // average log probability too low
+		}
+		if !math.IsNaN(o.NoSpeechThreshold) && dr.NoSpeechProb > o.NoSpeechThreshold {
+			needsFallback = false // silence
+		}
+		if !needsFallback {
+			break
+		}
 	}
-	res.Text = t.Decode(allTokens[len(initialPrompt):])
-	return res, nil
+	res.Windows++
+	if !math.IsNaN(o.NoSpeechThreshold) {
+		skip := dr.NoSpeechProb > o.NoSpeechThreshold
+		if !math.IsNaN(o.LogprobThreshold) && dr.AvgLogprob > o.LogprobThreshold {
+			skip = false
+		}
+		if skip {
+			seek += segmentSize // fast-forward to the next window
+			return nil
+		}
+	}
+	tokens := dr.Tokens
+	isTS := func(i int) bool { return tokens[i] >= t.TimestampBegin }
+	n := len(tokens)
+	singleEnding := n >= 2 && !isTS(n-2) && isTS(n-1)
+	var consecutive []int
+	for i := 0; i+1 < n; i++ {
+		if isTS(i) && isTS(i+1) {
+			consecutive = append(consecutive, i+1)
+		}
+	}
+	newSegment := func(start, end float64, toks []int32) Segment {
+		var text []int32
+		for _, id := range toks {
+			if id < t.EOT {
+				text = append(text, id)
+			}
+		}
+		return Segment{
+			Seek: seek, Start: start, End: end, Text: t.Decode(text), Tokens: slices.Clone(toks),
+			Temperature: dr.Temperature, AvgLogprob: dr.AvgLogprob, CompressionRatio: dr.CompressionRatio, NoSpeechProb: dr.NoSpeechProb,
+		}
+	}
+	var current []Segment
+	if len(consecutive) > 0 {
+		slicesAt := consecutive
+		if singleEnding {
+			slicesAt = append(slicesAt, n)
+		}
+		last := 0
+		for _, cur := range slicesAt {
+			st := tokens[last:cur]
+			startPos := float64(st[0] - t.TimestampBegin)
+			endPos := float64(st[len(st)-1] - t.TimestampBegin)
+			current = append(current, newSegment(timeOffset+startPos*timePrecision, timeOffset+endPos*timePrecision, st))
+			last = cur
+		}
+		if singleEnding {
+			seek += segmentSize
+		} else {
+			seek += int(tokens[last-1]-t.TimestampBegin) * inputStride
+		}
+	} else {
+		duration := segmentDuration
+		var stamps []int32
+		for _, id := range tokens {
+			if id >= t.TimestampBegin {
+				stamps = append(stamps, id)
+			}
+		}
+		if len(stamps) > 0 && stamps[len(stamps)-1] != t.TimestampBegin {
+			duration = float64(stamps[len(stamps)-1]-t.TimestampBegin) * timePrecision
+		}
+		current = append(current, newSegment(timeOffset, timeOffset+duration, tokens))
+		seek += segmentSize
+	}
+	for i := range current {
+		if current[i].Start == current[i].End || trimSpace(current[i].Text) == "" {
+			current[i].Text, current[i].Tokens = "", []int32{}
+		}
+	}
+	for i := range current {
+		current[i].ID = len(res.Segments)
+		res.Segments = append(res.Segments, current[i])
+		r.allTokens = append(r.allTokens, current[i].Tokens...)
+	}
+	if o.NoConditionOnPreviousText || dr.Temperature > 0.5 {
+		r.promptResetSince = len(r.allTokens)
+	}
+	return nil
 }
