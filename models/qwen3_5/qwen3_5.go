@@ -149,12 +149,9 @@ func New(config []byte, w *nn.Weights) (nn.Decoder, error) { return build(config
 // Face checkpoint's fused experts.gate_up_proj.
 func NewMoE(config []byte, w *nn.Weights) (nn.Decoder, error) { return build(config, w, true) }
 
-func build(config []byte, w *nn.Weights, moe bool) (nn.Decoder, error) {
-	c, err := parse(config)
-	if err != nil {
-		return nil, err
-	}
-	s := qwen3_next.Shape{
+// shape is what qwen3_next's layers read of c.
+func (c *textArgs) shape() qwen3_next.Shape {
+	return qwen3_next.Shape{
 		Hidden: c.HiddenSize, Heads: c.NumAttentionHeads, KVHeads: c.NumKeyValueHeads, HeadDim: *c.HeadDim,
 		RopeDims:  int(float64(*c.HeadDim) * c.PartialRotaryFactor),
 		RopeTheta: c.RopeTheta, RopeScaling: c.RopeParameters, AttentionBias: c.AttentionBias,
@@ -165,6 +162,14 @@ func build(config []byte, w *nn.Weights, moe bool) (nn.Decoder, error) {
 		MoEWidth: c.MoEIntermediateSize, SharedWidth: c.SharedExpertIntermediateSize,
 		NormTopK: c.NormTopKProb, FullAttentionInterval: c.FullAttentionInterval,
 	}
+}
+
+func build(config []byte, w *nn.Weights, moe bool) (nn.Decoder, error) {
+	c, err := parse(config)
+	if err != nil {
+		return nil, err
+	}
+	s := c.shape()
 	if err := s.Check(); err != nil {
 		return nil, err
 	}

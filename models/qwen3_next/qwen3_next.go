@@ -426,13 +426,9 @@ func parse(config []byte) (Config, error) {
 	return c, nil
 }
 
-// New builds the model from config.json and the weights.
-func New(config []byte, w *nn.Weights) (nn.Decoder, error) {
-	c, err := parse(config)
-	if err != nil {
-		return nil, err
-	}
-	s := Shape{
+// shape is what the layers read of c (parse has checked the pointers).
+func (c *Config) shape() Shape {
+	return Shape{
 		Hidden: c.HiddenSize, Heads: c.NumAttentionHeads, KVHeads: *c.NumKeyValueHeads, HeadDim: *c.HeadDim,
 		RopeDims:  int(float64(*c.HeadDim) * *c.PartialRotaryFactor),
 		RopeTheta: *c.RopeTheta, RopeScaling: c.RopeScaling, AttentionBias: c.AttentionBias,
@@ -443,6 +439,15 @@ func New(config []byte, w *nn.Weights) (nn.Decoder, error) {
 		MoEWidth: *c.MoEIntermediateSize, SharedWidth: *c.SharedExpertIntermediateSize,
 		NormTopK: c.NormTopKProb, FullAttentionInterval: c.FullAttentionInterval,
 	}
+}
+
+// New builds the model from config.json and the weights.
+func New(config []byte, w *nn.Weights) (nn.Decoder, error) {
+	c, err := parse(config)
+	if err != nil {
+		return nil, err
+	}
+	s := c.shape()
 	if err := s.Check(); err != nil {
 		return nil, err
 	}
