@@ -59,6 +59,16 @@ ADAPTERS = {
                                     lora_parameters=dict(rank=4, scale=2.0, dropout=0.0))),
 }
 
+# A real model with a tokenizer (smollm2_gguf.py's MLX conversion of the
+# default model) for mlxgo generate's text: (adapter, config).
+SMOLLM2 = "smollm2-q4_1"
+SMOLLM2_ADAPTER = ("smollm2-chat", dict(fine_tune_type="lora", num_layers=8,
+                                        lora_parameters=dict(rank=8, scale=20.0, dropout=0.0,
+                                                             keys=["self_attn.q_proj", "self_attn.v_proj",
+                                                                   "self_attn.o_proj", "mlp.down_proj"])))
+SMOLLM2_PROMPT = "Write a haiku about the sea"
+SMOLLM2_MAX_TOKENS = 24
+
 # Cases: (model, adapter) pairs; each is recorded unfused and fused.
 CASES = [
     ("llama-f32", "llama-all-last1"),
@@ -155,8 +165,44 @@ def main() -> int:
             if not cases[case]["tokens_differ_from_base"]:
                 raise RuntimeError(f"{case}: the adapter does not change the greedy tokens")
             print(f"lora: wrote {case}", file=sys.stderr)
-    write_json(out / "index.json", {"format": "mlxgo-oracle-v1", "versions": versions(), "cases": cases})
+    index = {"format": "mlxgo-oracle-v1", "versions": versions(), "cases": cases}
+    smol = models / SMOLLM2
+    if (smol / "tokenizer.json").exists():
+        index["generate"] = generate_texts(smol, out)
+    else:
+        print(f"lora: no {smol} (smollm2_gguf.py): no generate text recorded", file=sys.stderr)
+    write_json(out / "index.json", index)
     return 0
+
+
+def generate_texts(model_dir: Path, out: Path) -> dict:
+    """mlx_lm.generate's greedy text for a chat prompt with the SmolLM2
+    adapter (mlx_lm.load(adapter_path=...)), and with it fused as mlx_lm.fuse does."""
+    from mlx_lm import generate, load
+
+    name, config = SMOLLM2_ADAPTER
+    adapter_dir = out / "adapters" / name
+    make_adapter(name, model_dir, config, adapter_dir, SEED + 100)
+    texts = {}
+    for fused in (False, True):
+        model, tok = load(str(model_dir), adapter_path=str(adapter_dir))
+        if fused:
+            fuse(model)
+        s = tok.apply_chat_template([{"role": "user", "content": SMOLLM2_PROMPT}], tokenize=False,
+                                    add_generation_prompt=True)
+        ids = tok.encode(s, add_special_tokens=False)
+        texts["fused_text" if fused else "text"] = generate(model, tok, prompt=ids, max_tokens=SMOLLM2_MAX_TOKENS,
+                                                            verbose=False)
+    base, tok = load(str(model_dir))
+    ids = tok.encode(tok.apply_chat_template([{"role": "user", "content": SMOLLM2_PROMPT}], tokenize=False,
+                                             add_generation_prompt=True), add_special_tokens=False)
+    texts["base_text"] = generate(base, tok, prompt=ids, max_tokens=SMOLLM2_MAX_TOKENS, verbose=False)
+    if texts["text"] == texts["base_text"]:
+        raise RuntimeError("the SmolLM2 adapter does not change the text")
+    print(f"lora: {name}: {texts}", file=sys.stderr)
+    return dict(texts, model=str(model_dir.resolve().relative_to(oracle_dir().resolve())),
+                adapter=str(adapter_dir.resolve().relative_to(oracle_dir().resolve())),
+                prompt_text=SMOLLM2_PROMPT, max_tokens=SMOLLM2_MAX_TOKENS)
 
 
 if __name__ == "__main__":
