@@ -26,7 +26,7 @@ var toolFormats = map[string]toolFormat{
 	"json_tools":     {name: "json_tools", start: "<tool_call>", end: "</tool_call>", parse: parseJSONTools},
 	"qwen3_coder":    {name: "qwen3_coder", start: "<tool_call>", end: "</tool_call>", parse: parseQwen3Coder},
 	"minimax_m2":     {name: "minimax_m2", start: "<minimax:tool_call>", end: "</minimax:tool_call>"},
-	"gemma4":         {name: "gemma4", start: "<|tool_call>", end: "<tool_call|>"},
+	"gemma4":         {name: "gemma4", start: "<|tool_call>", end: "<tool_call|>", parse: parseGemma4},
 	"function_gemma": {name: "function_gemma", start: "<start_function_call>", end: "<end_function_call>"},
 	"longcat":        {name: "longcat", start: "<longcat_tool_call>", end: "</longcat_tool_call>"},
 	"glm47":          {name: "glm47", start: "<tool_call>", end: "</tool_call>"},

@@ -343,3 +343,129 @@ func nextArgsHeader(text string, pos int) (name string, end int, ok bool) {
 		pos = end
 	}
 }
+
+// gemma4Quote is Gemma 4's string delimiter: <|"|>text<|"|>.
+const gemma4Quote = `<|"|>`
+
+// parseGemma4 reads Gemma 4's calls, call:NAME{key:value,...} with bare keys
+// and <|"|>-delimited strings, every such call in the text (mlx-lm's gemma4
+// parser: its recursive regex for the balanced braces, then the arguments
+// rewritten to JSON: strings taken out, bare keys after { or , quoted,
+// strings put back JSON-escaped).
+func parseGemma4(text string, _ []toolDef) ([]toolCall, error) {
+	var calls []toolCall
+	for pos := 0; pos < len(text); {
+		i := strings.Index(text[pos:], "call:")
+		if i < 0 {
+			break
+		}
+		at := pos + i
+		name, args, end, ok := gemma4Call(text, at+len("call:"))
+		if !ok {
+			pos = at + 1
+			continue
+		}
+		raw, err := gemma4ArgsJSON(args)
+		if err != nil {
+			return nil, err
+		}
+		a, err := argumentsJSON(json.RawMessage(raw))
+		if err != nil {
+			return nil, err
+		}
+		calls = append(calls, toolCall{Name: name, Arguments: a})
+		pos = end
+	}
+	if len(calls) == 0 {
+		return nil, errNotToolCall
+	}
+	return calls, nil
+}
+
+// gemma4Call reads NAME{...} at i: a name of word characters and '-', then
+// a brace group balanced outside string literals. end is just past it.
+func gemma4Call(text string, i int) (name, args string, end int, ok bool) {
+	j := i
+	for j < len(text) && (isWordByte(text[j]) || text[j] == '-') {
+		j++
+	}
+	if j == i || j >= len(text) || text[j] != '{' {
+		return "", "", 0, false
+	}
+	depth := 0
+	for k := j; k < len(text); {
+		switch {
+		case strings.HasPrefix(text[k:], gemma4Quote):
+			close := strings.Index(text[k+len(gemma4Quote):], gemma4Quote)
+			if close < 0 {
+				return "", "", 0, false // an unterminated string: no call here
+			}
+			k += 2*len(gemma4Quote) + close
+			continue
+		case text[k] == '{':
+			depth++
+		case text[k] == '}':
+			depth--
+			if depth == 0 {
+				return text[i:j], text[j : k+1], k + 1, true
+			}
+		}
+		k++
+	}
+	return "", "", 0, false
+}
+
+// isWordByte is \w for ASCII; other bytes of a UTF-8 letter count too, as
+// Python's \w takes Unicode letters.
+func isWordByte(b byte) bool {
+	return b == '_' || b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= 0x80
+}
+
+// gemma4ArgsJSON is _gemma4_args_to_json.
+func gemma4ArgsJSON(args string) (string, error) {
+	var strs []string
+	var b strings.Builder
+	for {
+		i := strings.Index(args, gemma4Quote)
+		if i < 0 {
+			b.WriteString(args)
+			break
+		}
+		j := strings.Index(args[i+len(gemma4Quote):], gemma4Quote)
+		if j < 0 {
+			b.WriteString(args)
+			break
+		}
+		b.WriteString(args[:i])
+		fmt.Fprintf(&b, "\x00%d\x00", len(strs))
+		strs = append(strs, args[i+len(gemma4Quote):i+len(gemma4Quote)+j])
+		args = args[i+2*len(gemma4Quote)+j:]
+	}
+	s := b.String()
+	var out strings.Builder
+	for k := 0; k < len(s); k++ {
+		out.WriteByte(s[k])
+		if s[k] != '{' && s[k] != ',' {
+			continue
+		}
+		e := k + 1
+		for e < len(s) && isWordByte(s[e]) {
+			e++
+		}
+		if e > k+1 && e < len(s) && s[e] == ':' {
+			fmt.Fprintf(&out, "%q:", s[k+1:e])
+			k = e
+		}
+	}
+	s = out.String()
+	for i, v := range strs {
+		var enc bytes.Buffer
+		e := json.NewEncoder(&enc)
+		e.SetEscapeHTML(false)
+		if err := e.Encode(v); err != nil {
+			return "", err
+		}
+		s = strings.Replace(s, fmt.Sprintf("\x00%d\x00", i), strings.TrimSuffix(enc.String(), "\n"), 1)
+	}
+	return s, nil
+}

@@ -31,6 +31,48 @@ func TestInferToolFormat(t *testing.T) {
 	}
 }
 
+// TestParseGemma4 holds mlx-lm 0.32.2's tool_parsers/gemma4.py results for
+// the same texts (its arguments dumped compactly): "" where it raises.
+func TestParseGemma4(t *testing.T) {
+	q := gemma4Quote
+	cases := []struct {
+		name, text string
+		want       []string
+	}{
+		{"strings", "call:get_weather{location:" + q + "Paris, France" + q + ",unit:" + q + "celsius" + q + "}",
+			[]string{`get_weather {"location":"Paris, France","unit":"celsius"}`}},
+		{"scalars", "call:add{a:1,b:2.5,c:true,d:null}", []string{`add {"a":1,"b":2.5,"c":true,"d":null}`}},
+		{"braces and colons in a string", "call:f{q:" + q + "a {b} c, d:e" + q + "}", []string{`f {"q":"a {b} c, d:e"}`}},
+		{"nested", "call:f{nested:{x:[1,2,{y:" + q + "z" + q + "}]},n:-3}", []string{`f {"nested":{"x":[1,2,{"y":"z"}]},"n":-3}`}},
+		{"no arguments", "call:f{}", []string{`f {}`}},
+		{"two calls", "call:one{a:1}call:two-x{b:" + q + `é "q"` + q + "}", []string{`one {"a":1}`, `two-x {"b":"é \"q\""}`}},
+		{"around text", "text call:f{s:" + q + "multi\nline" + q + "} tail", []string{`f {"s":"multi\nline"}`}},
+		{"empty string", "call:f{x:" + q + q + "}", []string{`f {"x":""}`}},
+		{"unterminated string", "call:f{a:" + q + "unterminated}", nil},
+		{"unbalanced", "call:f{a:1", nil},
+		{"no call", "no call here", nil},
+		{"no name", "call:{a:1}", nil},
+		{"spaced keys are not JSON", "call:f{a: 1, b :2}", nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			calls, err := parseGemma4(tc.text, nil)
+			var got []string
+			if err == nil {
+				for _, c := range calls {
+					if !json.Valid([]byte(c.Arguments)) {
+						t.Fatalf("arguments are not JSON: %s", c.Arguments)
+					}
+					got = append(got, c.Name+" "+c.Arguments)
+				}
+			}
+			if strings.Join(got, "|") != strings.Join(tc.want, "|") || (err == nil) != (tc.want != nil) {
+				t.Errorf("parseGemma4(%q) = %q (err %v), want %q", tc.text, got, err, tc.want)
+			}
+		})
+	}
+}
+
 func TestParseQwen3Coder(t *testing.T) {
 	tools := []toolDef{}
 	if err := json.Unmarshal([]byte(`[{"type":"function","function":{"name":"f","parameters":{"properties":{
@@ -170,13 +212,14 @@ func FuzzToolParsers(f *testing.F) {
 		"<function=f>\n<parameter=n>\n3\n</parameter>\n</function>",
 		`{"name": "f", "arguments": "[1]"}`, `[]`, `{"name":""}`, "<function=<parameter=>",
 		`a[ARGS]{"x": 1}b [ARGS] {}`, `[{"name":"f","arguments":null}]`, "x[ARGS]", "é-é[ARGS]{}",
+		`call:f{a:<|"|>x<|"|>,b:{c:1}}`, `call:f{a:<|"|>}`, "call:é{é:1}",
 	} {
 		f.Add(s)
 	}
 	var tools []toolDef
 	json.Unmarshal([]byte(`[{"type":"function","function":{"name":"f","parameters":{"properties":{"n":{"type":"integer"},"b":{"type":"bool"},"o":{"type":"dict"}}}}}]`), &tools)
 	f.Fuzz(func(t *testing.T, text string) {
-		for _, parse := range []func(string, []toolDef) ([]toolCall, error){parseJSONTools, parseQwen3Coder, parseMistral} {
+		for _, parse := range []func(string, []toolDef) ([]toolCall, error){parseJSONTools, parseQwen3Coder, parseMistral, parseGemma4} {
 			calls, err := parse(text, tools)
 			if err != nil {
 				continue
