@@ -173,3 +173,10 @@ func (r *MLXRunner) adapterCaches(name string) ([]kv.Cache, error) {
 	}
 	return v.NewCaches(r.KV), nil
 }
+
+// layerCaches are the layers' caches m makes with o, without an adapted
+// model's adapter entry (for what counts layers: kv_scheme, kv_config.json).
+func layerCaches(m models.Model, o kv.Options) []kv.Cache {
+	_, caches := models.AdapterOf(m, m.NewCaches(o))
+	return caches
+}

@@ -216,3 +216,51 @@ func quote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }
+
+// TestServeFusedAdapter: with --fuse-adapter every request runs the fused
+// model (mlx-lm's fused tokens, lora.py), named or not, and the
+// composition says the adapter is fused; /v1/models lists it as fused.
+func TestServeFusedAdapter(t *testing.T) {
+	_, tk := smollm2(t)
+	oracle := filepath.Join(testenv.RepoRoot(), ".cache", "oracle")
+	if d := os.Getenv("MLXGO_ORACLE_DIR"); d != "" {
+		oracle = d
+	}
+	prompt, want := loraFixture(t, oracle, "llama-f32+llama-all-last1-fused")
+	var m models.Model
+	if err := mlx.Do(func() (err error) {
+		m, err = models.Load(filepath.Join(oracle, "models", "llama-f32"), models.LoadOptions{FuseAdapter: true,
+			Adapters: []models.Adapter{{Name: "a", Path: filepath.Join(oracle, "lora", "adapters", "llama-all-last1")}}})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mlx.Do(m.Close) })
+	url, _ := startServer(t, Config{Model: NewMLXModel(m, tk, "tiny", "test", 0)})
+	ids, _ := json.Marshal(prompt)
+	for _, extra := range []string{``, `,"model":"tiny:a"`, `,"adapters":"a"`} {
+		status, _, out := post(t, url+"/v1/completions", fmt.Sprintf(`{"prompt":%s,"max_tokens":12,"temperature":0%s}`, ids, extra))
+		var r struct {
+			Choices []struct{ Text string }
+			XMLXGO  Composition `json:"x_mlxgo"`
+		}
+		if status != 200 || json.Unmarshal(out, &r) != nil {
+			t.Fatalf("%s: %d %s", extra, status, out)
+		}
+		if w := tk.Decode(want[:12], true); r.Choices[0].Text != w || !strings.Contains(r.XMLXGO.RequestFeatures, "adapter=a(fused)") {
+			t.Errorf("%s: %q (features %q), want mlx-lm's fused %q and adapter=a(fused)", extra, r.Choices[0].Text, r.XMLXGO.RequestFeatures, w)
+		}
+	}
+	if status, _, out := post(t, url+"/v1/completions", fmt.Sprintf(`{"prompt":%s,"adapters":"b"}`, ids)); status != 404 {
+		t.Errorf("unknown adapter on a fused server: %d %s", status, out)
+	}
+	resp, err := http.Get(url + "/v1/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(out), `"id":"tiny:a"`) || !strings.Contains(string(out), `"fused":true`) {
+		t.Errorf("/v1/models: %s", out)
+	}
+}

@@ -92,7 +92,7 @@ func WithKV(m Model, o kv.Options, start int) (Model, error) {
 	if !ok {
 		return m, fmt.Errorf("cannot set the kv cache of %s: its runner (%T) is not an MLX runner", m.ID, m.Runner)
 	}
-	caches := r.Model.NewCaches(o)
+	caches := layerCaches(r.Model, o)
 	quantized := func(i int) bool { return o.KVBits > 0 }
 	if len(o.Layers) > 0 {
 		quantized = func(i int) bool { _, ok := o.Layers[i]; return ok }

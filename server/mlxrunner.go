@@ -212,7 +212,7 @@ func NewMLXModel(m models.Model, t *tok.Tokenizer, id, runtime string, cacheByte
 		Composition: Composition{
 			ModelRuntime:     fmt.Sprintf("%s, %s", runtime, mlx.RuntimeDescription()),
 			WeightScheme:     weightScheme(info),
-			KVScheme:         kvScheme(info, m.NewCaches(kv.Options{})),
+			KVScheme:         kvScheme(info, layerCaches(m, kv.Options{})),
 			FidelityContract: "L1: logits bit-identical to mlx-lm 0.32.2 on the same libmlx",
 		},
 		Runner:   r,
