@@ -289,108 +289,178 @@ func intOr(p *int, def int) int {
 // maxExperts bounds num_experts before any weight is read.
 const maxExperts = 1 << 16
 
-// New builds the model from config.json and the weights.
-func New(config []byte, w *nn.Weights) (nn.Decoder, error) {
+// maxDim bounds every width read here before any array is made (real
+// models are far below it), as models.ParseConfig bounds the common ones.
+const maxDim = 1 << 20
+
+// spec is what New reads of config.json: ModelArgs with its defaults and
+// __post_init__ applied, checked.
+type spec struct {
+	hidden, layers, width               int
+	heads, headDim, globalHeadDim       int
+	vocab, vocabPerLayer                int
+	kvHeads, globalKVHeads, perLayer    int
+	eps, softcap                        float64
+	rope                                map[string]nn.RopeScaling
+	types                               []string
+	window                              int
+	first                               int   // the first KV-shared layer
+	previous                            []int // previous_kvs
+	moe                                 bool
+	experts, topK, moeWidth             int
+	kEqV, traditional, doubleWide, tied bool
+	contextLength                       int
+}
+
+// parse reads and checks config.json; it makes no arrays.
+func parse(config []byte) (*spec, error) {
 	var c Config
 	if err := json.Unmarshal(config, &c); err != nil {
 		return nil, fmt.Errorf("cannot parse config.json: %w", err)
 	}
-	hidden, layers, width := intOr(c.HiddenSize, 1536), intOr(c.NumHiddenLayers, 35), intOr(c.IntermediateSize, 6144)
-	heads, headDim, globalHeadDim := intOr(c.NumAttentionHeads, 8), intOr(c.HeadDim, 256), intOr(c.GlobalHeadDim, 512)
-	vocab, vocabPerLayer := intOr(c.VocabSize, 262144), intOr(c.VocabSizePerLayerInput, 262144)
-	kvHeads, sharedLayers, perLayer := intOr(c.NumKeyValueHeads, 1), intOr(c.NumKVSharedLayers, 20), intOr(c.HiddenSizePerLayerInput, 256)
-	eps := 1e-6
-	if c.RMSNormEps != nil {
-		eps = *c.RMSNormEps
+	s := &spec{
+		hidden: intOr(c.HiddenSize, 1536), layers: intOr(c.NumHiddenLayers, 35), width: intOr(c.IntermediateSize, 6144),
+		heads: intOr(c.NumAttentionHeads, 8), headDim: intOr(c.HeadDim, 256), globalHeadDim: intOr(c.GlobalHeadDim, 512),
+		vocab: intOr(c.VocabSize, 262144), vocabPerLayer: intOr(c.VocabSizePerLayerInput, 262144),
+		kvHeads: intOr(c.NumKeyValueHeads, 1), perLayer: intOr(c.HiddenSizePerLayerInput, 256),
+		eps: 1e-6, softcap: 30, rope: c.RopeParameters, window: intOr(c.SlidingWindow, 512),
+		moe: c.EnableMoEBlock, kEqV: c.AttentionKEqV, traditional: c.RopeTraditional,
+		doubleWide: c.UseDoubleWideMLP == nil || *c.UseDoubleWideMLP, tied: c.TieWordEmbeddings == nil || *c.TieWordEmbeddings,
+		contextLength: intOr(c.MaxPositionEmbeddings, 131072),
 	}
-	softcap := 30.0
+	s.globalKVHeads = s.kvHeads
+	if s.kEqV && c.NumGlobalKeyValueHeads != nil {
+		s.globalKVHeads = *c.NumGlobalKeyValueHeads
+	}
+	for _, d := range []struct {
+		name   string
+		v, min int
+	}{
+		{"hidden_size", s.hidden, 1}, {"num_hidden_layers", s.layers, 1}, {"intermediate_size", s.width, 1},
+		{"num_attention_heads", s.heads, 1}, {"head_dim", s.headDim, 1}, {"global_head_dim", s.globalHeadDim, 0},
+		{"vocab_size", s.vocab, 1}, {"vocab_size_per_layer_input", s.vocabPerLayer, 1},
+		{"num_key_value_heads", s.kvHeads, 1}, {"num_global_key_value_heads", s.globalKVHeads, 1},
+		{"hidden_size_per_layer_input", s.perLayer, 0}, {"sliding_window", s.window, 1},
+	} {
+		if d.v < d.min || d.v > maxDim {
+			return nil, fmt.Errorf("%s = %d, want %d..%d", d.name, d.v, d.min, maxDim)
+		}
+	}
+	if s.layers > 4096 || s.layers*s.perLayer > maxDim {
+		return nil, fmt.Errorf("num_hidden_layers %d x hidden_size_per_layer_input %d is too large", s.layers, s.perLayer)
+	}
+	if c.RMSNormEps != nil {
+		s.eps = *c.RMSNormEps
+	}
+	if math.IsNaN(s.eps) || s.eps < 0 {
+		return nil, fmt.Errorf("rms_norm_eps = %v, want >= 0", s.eps)
+	}
 	if raw := bytes.TrimSpace(c.FinalLogitSoftcapping); len(raw) > 0 {
 		if bytes.Equal(raw, []byte("null")) {
-			softcap = 0
-		} else if err := json.Unmarshal(raw, &softcap); err != nil || softcap <= 0 || math.IsInf(softcap, 0) {
+			s.softcap = 0
+		} else if err := json.Unmarshal(raw, &s.softcap); err != nil || !(s.softcap > 0) || math.IsInf(s.softcap, 0) {
 			return nil, fmt.Errorf("final_logit_softcapping = %s, want a positive number or null", raw)
 		}
 	}
-	rope := c.RopeParameters
-	if rope == nil {
-		rope = defaultRope
+	if s.rope == nil {
+		s.rope = defaultRope
 	}
-	types := c.LayerTypes
-	if types == nil {
+	s.types = c.LayerTypes
+	if s.types == nil {
 		p := intOr(c.SlidingWindowPattern, 5)
-		if p < 1 {
-			return nil, fmt.Errorf("sliding_window_pattern = %d, want >= 1", p)
+		if p < 1 || p > maxDim {
+			return nil, fmt.Errorf("sliding_window_pattern = %d, want 1..%d", p, maxDim)
 		}
 		pattern := append(slices.Repeat([]string{"sliding_attention"}, p-1), "full_attention")
-		types = slices.Repeat(pattern, layers/len(pattern)+1)[:layers]
+		s.types = slices.Repeat(pattern, s.layers/len(pattern)+1)[:s.layers]
 	}
-	if len(types) != layers {
-		return nil, fmt.Errorf("layer_types has %d entries for %d layers", len(types), layers)
+	if len(s.types) != s.layers {
+		return nil, fmt.Errorf("layer_types has %d entries for %d layers", len(s.types), s.layers)
 	}
-	for _, t := range types {
+	for _, t := range s.types {
 		if t != "full_attention" && t != "sliding_attention" {
 			return nil, fmt.Errorf("layer type %q, want full_attention or sliding_attention", t)
 		}
 	}
-	first := layers - sharedLayers // the first KV-shared layer
-	if sharedLayers < 0 || first < 1 {
-		return nil, fmt.Errorf("num_kv_shared_layers = %d, want 0..%d", sharedLayers, layers-1)
-	}
-	m := &Model{contextLength: intOr(c.MaxPositionEmbeddings, 131072), eps: float32(eps), softcap: float32(softcap),
-		window: intOr(c.SlidingWindow, 512), firstFull: slices.Index(types, "full_attention"),
-		firstSliding: slices.Index(types, "sliding_attention"), caches: first,
-		embedScale: float32(math.Sqrt(float64(hidden)))}
-	if m.window <= 0 {
-		return nil, fmt.Errorf("sliding_window = %d, want > 0", m.window)
+	shared := intOr(c.NumKVSharedLayers, 20)
+	s.first = s.layers - shared
+	if shared < 0 || s.first < 1 {
+		return nil, fmt.Errorf("num_kv_shared_layers = %d, want 0..%d", shared, s.layers-1)
 	}
 	// previous_kvs: a KV-shared layer reads the last earlier layer of its kind.
 	last := map[string]int{}
-	for i := range layers {
-		m.previous = append(m.previous, i)
-		if i < first {
-			last[types[i]] = i
+	for i := range s.layers {
+		s.previous = append(s.previous, i)
+		if i < s.first {
+			last[s.types[i]] = i
 			continue
 		}
-		j, ok := last[types[i]]
+		j, ok := last[s.types[i]]
 		if !ok {
-			return nil, fmt.Errorf("KV-shared layer %d (%s) has no earlier layer of its kind", i, types[i])
+			return nil, fmt.Errorf("KV-shared layer %d (%s) has no earlier layer of its kind", i, s.types[i])
 		}
-		m.previous[i] = j
+		s.previous[i] = j
 	}
-	var experts, topK, moeWidth int
-	if c.EnableMoEBlock {
-		experts, topK, moeWidth = intOr(c.NumExperts, 0), intOr(c.TopKExperts, 0), intOr(c.MoEIntermediateSize, 0)
-		if experts < 1 || experts > maxExperts || topK < 1 || topK > experts || moeWidth < 1 || moeWidth > 1<<20 {
+	if s.moe {
+		s.experts, s.topK, s.moeWidth = intOr(c.NumExperts, 0), intOr(c.TopKExperts, 0), intOr(c.MoEIntermediateSize, 0)
+		if s.experts < 1 || s.experts > maxExperts || s.topK < 1 || s.topK > s.experts || s.moeWidth < 1 || s.moeWidth > maxDim {
 			return nil, fmt.Errorf("enable_moe_block needs num_experts (1..%d), top_k_experts (1..num_experts) and moe_intermediate_size", maxExperts)
 		}
 	}
+	for i, t := range s.types {
+		hd, nkv := s.dims(i)
+		if err := nn.CheckHeads(s.heads, nkv, hd); err != nil {
+			return nil, err
+		}
+		if _, err := s.rope[t].Float("rope_theta", 10000); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// dims is layer i's head dimension and KV heads: a full layer's own
+// (global_head_dim; num_global_key_value_heads with K = V).
+func (s *spec) dims(i int) (headDim, kvHeads int) {
+	if s.types[i] == "sliding_attention" {
+		return s.headDim, s.kvHeads
+	}
+	headDim = s.headDim
+	if s.globalHeadDim > 0 {
+		headDim = s.globalHeadDim
+	}
+	if s.kEqV {
+		return headDim, s.globalKVHeads
+	}
+	return headDim, s.kvHeads
+}
+
+// New builds the model from config.json and the weights.
+func New(config []byte, w *nn.Weights) (nn.Decoder, error) {
+	s, err := parse(config)
+	if err != nil {
+		return nil, err
+	}
+	hidden, layers, width, heads, experts, perLayer := s.hidden, s.layers, s.width, s.heads, s.experts, s.perLayer
+	first := s.first
+	m := &Model{contextLength: s.contextLength, eps: float32(s.eps), softcap: float32(s.softcap),
+		window: s.window, firstFull: slices.Index(s.types, "full_attention"),
+		firstSliding: slices.Index(s.types, "sliding_attention"), caches: first, previous: s.previous,
+		embedScale: float32(math.Sqrt(float64(hidden)))}
 	if err := sanitize(w, layers, first); err != nil {
 		return nil, err
 	}
 	ropes := map[string]*nn.RoPE{}
 	for i := range layers {
-		t := types[i]
+		t := s.types[i]
 		sliding := t == "sliding_attention"
-		hd := headDim
-		if !sliding && globalHeadDim > 0 {
-			hd = globalHeadDim
-		}
-		kEqV := c.AttentionKEqV && !sliding
-		nkv := kvHeads
-		if kEqV && c.NumGlobalKeyValueHeads != nil {
-			nkv = *c.NumGlobalKeyValueHeads
-		}
-		if err := nn.CheckHeads(heads, nkv, hd); err != nil {
-			return nil, err
-		}
+		hd, nkv := s.dims(i)
+		kEqV := s.kEqV && !sliding
 		r, ok := ropes[t]
 		if !ok {
-			params := rope[t]
-			theta, err := params.Float("rope_theta", 10000)
-			if err != nil {
-				return nil, err
-			}
-			if r, err = nn.NewRoPE(w, hd, theta, c.RopeTraditional, params); err != nil {
+			params := s.rope[t]
+			theta, _ := params.Float("rope_theta", 10000)
+			if r, err = nn.NewRoPE(w, hd, theta, s.traditional, params); err != nil {
 				return nil, fmt.Errorf("%s rope: %w", t, err)
 			}
 			ropes[t] = r
@@ -410,7 +480,7 @@ func New(config []byte, w *nn.Weights) (nn.Decoder, error) {
 			a.kNorm = w.Get(p+"self_attn.k_norm.weight", hd)
 		}
 		mw := width
-		if (c.UseDoubleWideMLP == nil || *c.UseDoubleWideMLP) && i >= first {
+		if s.doubleWide && i >= first {
 			mw = 2 * width
 		}
 		b := &block{
@@ -427,15 +497,15 @@ func New(config []byte, w *nn.Weights) (nn.Decoder, error) {
 			layerScalar:  w.Get(p+"layer_scalar", 1),
 			eps:          m.eps,
 		}
-		if c.EnableMoEBlock {
+		if s.moe {
 			b.moe = &moe{
 				router: &router{
 					proj:           w.Linear(p+"router.proj", hidden, experts, false),
 					scale:          w.Get(p+"router.scale", hidden),
 					perExpertScale: w.Get(p+"router.per_expert_scale", experts),
-					root:           float32(math.Pow(float64(hidden), -0.5)), eps: m.eps, topK: topK,
+					root:           float32(math.Pow(float64(hidden), -0.5)), eps: m.eps, topK: s.topK,
 				},
-				experts: w.SwitchGLUWith(p+"experts.switch_glu.", hidden, moeWidth, experts, false,
+				experts: w.SwitchGLUWith(p+"experts.switch_glu.", hidden, s.moeWidth, experts, false,
 					func(x, gate *mlx.Array) *mlx.Array { return geglu(gate, x) }),
 				postFF1: w.Get(p+"post_feedforward_layernorm_1.weight", hidden),
 				postFF2: w.Get(p+"post_feedforward_layernorm_2.weight", hidden),
@@ -455,17 +525,16 @@ func New(config []byte, w *nn.Weights) (nn.Decoder, error) {
 	}
 	if perLayer > 0 {
 		m.perLayer = perLayer
-		m.embedPerLayer = w.Embedding("model.embed_tokens_per_layer", vocabPerLayer, layers*perLayer)
+		m.embedPerLayer = w.Embedding("model.embed_tokens_per_layer", s.vocabPerLayer, layers*perLayer)
 		m.perLayerProj = w.Linear("model.per_layer_model_projection", hidden, layers*perLayer, false)
 		m.perLayerProjNorm = w.Get("model.per_layer_projection_norm.weight", perLayer)
 		m.perLayerEmbedScale = float32(math.Sqrt(float64(perLayer)))
 		m.perLayerScale = float32(math.Pow(float64(hidden), -0.5))
 		m.perLayerInputScale = float32(math.Pow(2, -0.5))
 	}
-	tied := c.TieWordEmbeddings == nil || *c.TieWordEmbeddings
-	m.embed = w.Embedding("model.embed_tokens", vocab, hidden)
+	m.embed = w.Embedding("model.embed_tokens", s.vocab, hidden)
 	m.norm = w.Get("model.norm.weight", hidden)
-	m.head = w.Head(m.embed, hidden, vocab, tied)
+	m.head = w.Head(m.embed, hidden, s.vocab, s.tied)
 	return m, w.Finish()
 }
 
