@@ -232,6 +232,7 @@ $(ORACLE)/cases/index.json: $(VENV)/.stamp $(DATA)/smollm2/SmolLM2-135M-Instruct
 	$(PY) models/testdata/oracle/logits.py --suite
 	$(PY) models/testdata/oracle/smollm2_gguf.py
 	$(PY) models/testdata/oracle/tiny_gguf.py
+	$(PY) models/testdata/oracle/speculative.py
 	$(PY) models/testdata/oracle/lora.py
 # A random-weight model of Llama-3.2-1B's shape (bf16 and 4-bit), for benchmarks only.
 oracle-big: $(ORACLE)/models/llama1b-q4g64/config.json

@@ -70,6 +70,10 @@ type Options struct {
 	// Each generation (each row) has its own state; each of its steps waits
 	// for the token before (the grammar must see it), so no step runs ahead.
 	Grammar *Grammar
+	// NumDraftTokens, when set, is this execution's tokens per draft pass
+	// for a runner with a draft model (serve's num_draft_tokens); nil: the
+	// runner's own. Speculate and Batch do not read it.
+	NumDraftTokens *int
 }
 
 // ErrStop is what an emit function returns to end generation early (a stop
@@ -99,6 +103,28 @@ type Stats struct {
 	KVBytes         int           // bytes the caches hold at the end
 	KVBytesPerToken int           // bytes one token adds to the caches
 	FinishReason    string
+	// Speculative decoding (Speculative): draft tokens proposed, how many
+	// of them the target accepted, and the target's verifying passes.
+	DraftTokens, AcceptedTokens, TargetPasses int
+}
+
+// AcceptanceRate is the share of draft tokens the target accepted (0
+// without drafts).
+func (s Stats) AcceptanceRate() float64 {
+	if s.DraftTokens == 0 {
+		return 0
+	}
+	return float64(s.AcceptedTokens) / float64(s.DraftTokens)
+}
+
+// TokensPerPass is the tokens emitted per target forward pass: what
+// speculative decoding saves in target passes, the speed-up it would give
+// were drafting free (0 without target passes).
+func (s Stats) TokensPerPass() float64 {
+	if s.TargetPasses == 0 {
+		return 0
+	}
+	return float64(s.GeneratedTokens) / float64(s.TargetPasses)
 }
 
 // PrefillTPS is prompt tokens per second of prefill.
