@@ -13,7 +13,6 @@ import (
 
 	"github.com/mlxgo/mlxgo/gen"
 	"github.com/mlxgo/mlxgo/mlx"
-	"github.com/mlxgo/mlxgo/models"
 	"github.com/mlxgo/mlxgo/server"
 	"github.com/mlxgo/mlxgo/tok"
 	"github.com/mlxgo/mlxgo/tok/chat"
@@ -117,6 +116,7 @@ type generateFlags struct {
 	prefillStep                   int
 	verbose, jsonStats            bool
 	rt                            runtimeFlags
+	shard                         shardFlags
 	adapters                      adapterFlags
 }
 
@@ -154,6 +154,7 @@ func (c *generateCommand) parse(args []string) (*generateFlags, error) {
 	fs.BoolVar(&f.verbose, "verbose", false, "")
 	fs.BoolVar(&f.jsonStats, "json-stats", false, "")
 	f.rt.register(fs)
+	f.shard.register(fs.FlagSet)
 	if err := c.m.parseFlags(fs, args); err != nil {
 		return nil, err
 	}
@@ -198,7 +199,7 @@ func (c *generateCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	text, err := c.readPrompt(f)
+	text, err := f.shard.prompt(c, f)
 	if err != nil {
 		return err
 	}
@@ -220,7 +221,7 @@ func (c *generateCommand) Run(ctx context.Context, args []string) error {
 	r := &generateRun{m: c.m, f: f, path: path}
 	return mlx.Do(func() error {
 		t0 := time.Now()
-		model, err := models.Load(path, f.adapters.options())
+		model, err := f.shard.load(path, f.adapters.options())
 		if err != nil {
 			return fmt.Errorf("cannot load model %s: %w", path, err)
 		}

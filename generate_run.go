@@ -50,7 +50,7 @@ func (r *generateRun) grammar(t *tok.Tokenizer, vocab int, eos []int32) (*gen.Gr
 
 func (r *generateRun) run(ctx context.Context, model models.Model, t *tok.Tokenizer, text string) error {
 	info := model.Info()
-	ids, err := encodePrompt(t, r.f, text, r.m.Stderr)
+	ids, err := r.f.shard.share(r.f, r.m.Stderr, func() ([]int32, error) { return encodePrompt(t, r.f, text, r.m.Stderr) })
 	if err != nil {
 		return err
 	}

@@ -22,19 +22,24 @@ type shardFlags struct {
 	g    *mlx.Group
 }
 
-func (s *shardFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&s.kind, "shard", "", "")
+func (s *shardFlags) register(fs *flag.FlagSet) { fs.Var(s, "shard", "") }
+
+// Set checks the kind as the flag is parsed, so a wrong one is a usage error.
+func (s *shardFlags) Set(v string) error {
+	switch v {
+	case "", "none":
+		s.kind = ""
+	case "tensor":
+		s.kind = v
+	case "pipeline":
+		return fmt.Errorf("pipeline parallelism is not supported yet (use tensor)")
+	default:
+		return fmt.Errorf("want tensor or none")
+	}
+	return nil
 }
 
-func (s *shardFlags) check() error {
-	switch s.kind {
-	case "", "none", "tensor":
-		return nil
-	case "pipeline":
-		return usagef("--shard pipeline is not supported yet (use --shard tensor)")
-	}
-	return usagef("--shard %q: want tensor", s.kind)
-}
+func (s *shardFlags) String() string { return s.kind }
 
 func (s *shardFlags) on() bool { return s.kind == "tensor" }
 
@@ -48,9 +53,6 @@ func (s *shardFlags) follower() bool {
 // prompt is the prompt text on rank 0 (and without --shard), "" on the
 // other ranks, whose output is muted.
 func (s *shardFlags) prompt(c *generateCommand, f *generateFlags) (string, error) {
-	if err := s.check(); err != nil {
-		return "", err
-	}
 	if !s.follower() {
 		return c.readPrompt(f)
 	}

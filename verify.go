@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -188,6 +189,13 @@ func printVerifyReport(w io.Writer, r *verifyReport) {
 			}
 		}
 		fmt.Fprintf(w, "memory        active %d B, peak %d B, cache %d B, limit %d B\n", i.Memory.Active, i.Memory.Peak, i.Memory.Cache, i.Memory.Limit)
+		var missing []string
+		for _, b := range mlx.DistributedBackends {
+			if !slices.Contains(i.Distributed, b) {
+				missing = append(missing, b)
+			}
+		}
+		fmt.Fprintf(w, "distributed   %s (not in this build: %s)\n", strings.Join(i.Distributed, ", "), strings.Join(missing, ", "))
 	}
 	if c := r.CUDA; c != nil {
 		for _, l := range c.Libraries {

@@ -353,6 +353,9 @@ type RuntimeInfo struct {
 	Metal         bool           `json:"metal"`
 	CUDA          bool           `json:"cuda"`
 	Memory        MemoryStats    `json:"memory"`
+	// Distributed lists the distributed backends this MLX build offers
+	// (of DistributedBackends; mpi only when libmpi loads).
+	Distributed []string `json:"distributed_backends"`
 }
 
 // Info gathers RuntimeInfo on the executor.
@@ -382,6 +385,16 @@ func Info() (RuntimeInfo, error) {
 		}
 		if ri.Metal, ri.CUDA, err = Backends(); err != nil {
 			return err
+		}
+		ri.Distributed = []string{}
+		for _, b := range DistributedBackends {
+			ok, err := DistributedAvailable(b)
+			if err != nil {
+				return err
+			}
+			if ok {
+				ri.Distributed = append(ri.Distributed, b)
+			}
 		}
 		ri.Memory, err = Memory()
 		return err

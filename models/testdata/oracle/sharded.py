@@ -15,6 +15,13 @@ group (size, backend) and how far the sharded logits are from the unsharded
 model's (all_sum adds the ranks' partial sums in another order than one
 matmul does).
 
+With --smollm2 (run with 3 ranks: SmolLM2-135M's 9 query and 3 key/value heads
+do not split over 2), the real SmolLM2 (make oracle's MLX conversion of the GGUF)
+sharded the same way answers a chat prompt greedily through mlx_lm's
+stream_generate, as mlx_lm.generate renders it; rank 0 writes
+<oracle>/sharded/smollm2-<N>ranks.json with the text and token ids, and the
+unsharded model's text beside them.
+
 Seeded cases ("-temp"): mlx-lm's make_sampler(temp) after mx.random.seed(seed)
 on every rank, the tokens generate_step yields recorded with their logits.
 """
@@ -62,13 +69,51 @@ def sampled(model, prompt, temp, seed):
             "tokens": np.array(tokens, dtype=np.int32), "trace": rec.trace, "chunks": chunks}
 
 
+SMOLLM2_PROMPT = "Write a haiku about the sea"
+SMOLLM2_TOKENS = 12
+
+
+def smollm2(args, group) -> int:
+    from mlx_lm.generate import stream_generate
+    from mlx_lm.utils import load
+
+    model_dir = args.models / "smollm2-q4_1"
+    whole, tokenizer = load(str(model_dir))
+    model, _ = load(str(model_dir))
+    model.shard(group)
+    mx.eval(model.parameters())
+    prompt = tokenizer.apply_chat_template([{"role": "user", "content": SMOLLM2_PROMPT}], add_generation_prompt=True)
+
+    def greedy(m):
+        text, ids = "", []
+        for r in stream_generate(m, tokenizer, prompt, max_tokens=SMOLLM2_TOKENS):
+            text += r.text
+            ids.append(int(r.token))
+        return text, ids
+
+    text, ids = greedy(model)
+    ref_text, _ = greedy(whole)
+    if group.rank() == 0:
+        args.out.mkdir(parents=True, exist_ok=True)
+        write_json(args.out / f"smollm2-{group.size()}ranks.json", {
+            "model": "models/smollm2-q4_1", "model_files": fingerprint_dir(model_dir), "prompt": SMOLLM2_PROMPT,
+            "prompt_ids": [int(t) for t in prompt], "max_tokens": SMOLLM2_TOKENS, "text": text, "tokens": ids,
+            "shard": {"kind": "tensor", "size": group.size(), "backend": "ring"}, "unsharded_text": ref_text,
+            "versions": versions()})
+        print(f"sharded: smollm2 on {group.size()} ranks: {text!r} (unsharded {ref_text!r})", flush=True)
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, default=oracle_dir() / "sharded")
     ap.add_argument("--models", type=Path, default=oracle_dir() / "models")
+    ap.add_argument("--smollm2", action="store_true", help="the real SmolLM2's greedy text (3 ranks)")
     args = ap.parse_args()
     group = mx.distributed.init(strict=True, backend="ring")
     rank, size = group.rank(), group.size()
+    if args.smollm2:
+        return smollm2(args, group)
     entries = {}
     for case, spec in CASES.items():
         model_dir = args.models / spec.get("model", case)
