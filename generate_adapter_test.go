@@ -52,6 +52,9 @@ func TestGenerateAdapterMatchesMLXLM(t *testing.T) {
 		code := m.Run(context.Background(), append([]string{"generate", "-m", model, "--max-tokens", strconv.Itoa(g.MaxTokens), "-p", g.PromptText}, args...))
 		return code, stdout.String(), stderr.String()
 	}
+	// The same weights as the default model's GGUF file (smollm2_gguf.py
+	// converts it): the adapter applies to it alike.
+	gguf := testenv.DataFile(t, filepath.Join("smollm2", DefaultModelFile))
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -60,6 +63,7 @@ func TestGenerateAdapterMatchesMLXLM(t *testing.T) {
 		{"unfused", []string{"--adapter-path", adapter, "--verbose"}, g.Text},
 		{"fused", []string{"--adapter-path", adapter, "--fuse-adapter"}, g.FusedText},
 		{"none", nil, g.BaseText},
+		{"gguf", []string{"-m", gguf, "--adapter-path", adapter}, g.Text},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, errOut := run(tc.args...)
