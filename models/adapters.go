@@ -37,6 +37,7 @@ type AdapterInfo struct {
 // prompt cache entry -- holds its adapter: Forward and ForwardRows apply to
 // each sequence the adapter of its caches, and rows of one batch may each
 // have their own.
+// Views share the weights: Close the model Load returned, once.
 type Adapted interface {
 	DecoderModel
 	// WithAdapter is the view of adapter name ("": no adapter).
