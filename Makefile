@@ -247,6 +247,14 @@ $(ORACLE)/models/llama1b-q4g64/config.json: $(VENV)/.stamp $(DATA)/tokenizers/ll
 bench-1b: oracle-big
 	$(MAKE) bench BENCH_MODEL=$(ORACLE)/models/llama1b-bf16 BENCH_PROMPT=64 BENCH_TOKENS=16 BENCH_ROUNDS=2
 
+# Gemma 4 E2B's widths over 10 layers (4 KV-shared), 4-bit, with the Gemma 3 tokenizer: `make bench`
+# on a new architecture's shape (benchmarks only; make_tiny.py GEMMA4_BENCH says why not 35 layers).
+.PHONY: bench-gemma4
+$(ORACLE)/models/gemma4-bench-q4g64/config.json: $(VENV)/.stamp $(DATA)/tokenizers/gemma3/tokenizer.json
+	$(PY) models/testdata/oracle/make_tiny.py --gemma4-bench-only
+bench-gemma4: $(ORACLE)/models/gemma4-bench-q4g64/config.json
+	$(MAKE) bench BENCH_MODEL=$(ORACLE)/models/gemma4-bench-q4g64 BENCH_PROMPT=64 BENCH_TOKENS=16 BENCH_ROUNDS=2
+
 # The mlx-whisper oracle (testdata/whisper_oracle.py, its own venv: testdata/whisper_requirements.txt
 # says why it is not .venv): tiny.en converted from CT2, mel, encoder output, every decoding step's
 # logits and the segments of jfk.wav, a LibriVox clip and all the LibriVox clips + jfk joined (41 s,

@@ -561,12 +561,56 @@ def build_big(models: Path, seed: int) -> list:
     return names
 
 
+# Gemma 4 E2B's widths (hidden 1536, 8 heads of 256 / global 512 over one KV
+# head, MLP 6144, per-layer inputs 256, window 512, vocab 262144) over 10
+# layers, the last 4 KV-shared (benchmarks only: `make bench` on a gemma4 shape
+# without E2B's 35 layers, whose per-layer table alone is 2.3B parameters)
+GEMMA4_BENCH = dict(
+    model_type="gemma4_text",
+    hidden_size=1536,
+    num_hidden_layers=10,
+    intermediate_size=6144,
+    num_attention_heads=8,
+    num_key_value_heads=1,
+    head_dim=256,
+    global_head_dim=512,
+    num_kv_shared_layers=4,
+    hidden_size_per_layer_input=256,
+    vocab_size=262144,
+    vocab_size_per_layer_input=262144,
+    sliding_window=512,
+    sliding_window_pattern=5,
+    max_position_embeddings=131072,
+)
+
+
+def build_gemma4_bench(models: Path, seed: int) -> list:
+    """GEMMA4_BENCH in 4-bit (g64), built as build_big builds, with the Gemma 3
+    tokenizer (same 262144 ids) from `make data` so both sides of `make bench`
+    can feed it text."""
+    mx.random.seed(seed)
+    model_class, args_class = _get_classes(GEMMA4_BENCH)
+    model = model_class(args_class.from_dict(GEMMA4_BENCH))
+    randomize_extras(model, gemma_norms=False)
+    model.update(tree_map_with_path(lambda k, v: v.astype(mx.bfloat16), model.parameters()))
+    for _, v in tree_flatten(model.parameters()):
+        mx.eval(v)
+    model, config = quantize_model(model, dict(GEMMA4_BENCH, torch_dtype="bfloat16"), 64, 4)
+    out = models / "gemma4-bench-q4g64"
+    save(model, config, out)
+    src = data_dir() / "tokenizers" / "gemma3"
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(src / name, out / name)
+    return [out.name]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, default=oracle_dir() / "models", help="models directory")
     ap.add_argument("--only", action="append", choices=sorted(ARCHS), help="build only these architectures")
     ap.add_argument("--big", action="store_true", help="also build the Llama-3.2-1B-shaped bench models")
     ap.add_argument("--big-only", action="store_true", help="build only the Llama-3.2-1B-shaped bench models")
+    ap.add_argument("--gemma4-bench-only", action="store_true", help="build only the gemma4 bench model")
     ap.add_argument("--seed", type=int, default=SEED)
     args = ap.parse_args()
 
@@ -578,7 +622,9 @@ def main() -> int:
         index = json.loads(index_path.read_text()).get("models", {})
 
     built = []
-    if not args.big_only:
+    if args.gemma4_bench_only:
+        built += build_gemma4_bench(args.out, args.seed + 2000)
+    elif not args.big_only:
         for name in sorted(args.only or ARCHS):
             src = args.out / f"{name}-f32"
             # Each architecture gets its own seed so that adding one never
