@@ -172,6 +172,10 @@ func TestBatchMatchesGenerate(t *testing.T) {
 		{"qwen3-q4g64", true},
 		{"qwen2-f32", false},
 		{"gemma3_text-bf16", true},
+		// gemma4: KV-shared layers without caches of their own; gpt_oss:
+		// attention sinks over rotating and growable caches
+		{"gemma4_text-bf16", true},
+		{"gpt_oss-q4g64", false},
 	} {
 		t.Run(fmt.Sprintf("%s/sample=%v", tc.model, tc.sample), func(t *testing.T) {
 			dir := oracleModelDir(t, tc.model)
