@@ -74,6 +74,11 @@ func AttendStored(c Cache, queries *mlx.Array, scale float32, mask Mask) *mlx.Ar
 			outs[i] = AttendStored(rc, row(queries, i), scale, mask.Rows[i])
 		}
 		return mlx.Concatenate(outs, 0)
+	case *BatchLayer:
+		if c.keys == nil {
+			return mlx.ErrorArray(fmt.Errorf("cannot attend over an empty decode batch"))
+		}
+		return sdpa(queries, slice2(c.keys, 0, c.offset), slice2(c.values, 0, c.offset), scale, mask)
 	default:
 		return mlx.ErrorArray(fmt.Errorf("cannot attend over the keys and values of a %T (a quantized cache cannot be shared between layers)", c))
 	}
