@@ -153,52 +153,91 @@ func intOr(p *int, def int) int {
 // maxExperts bounds num_local_experts before any weight is read.
 const maxExperts = 1 << 16
 
-// New builds the model from config.json and the weights.
-func New(config []byte, w *nn.Weights) (nn.Decoder, error) {
+// spec is what New reads of config.json: ModelArgs with its defaults,
+// checked.
+type spec struct {
+	layers, experts, topK         int
+	vocab, hidden, width          int
+	headDim, heads, kvHeads       int
+	eps, theta                    float64
+	types                         []string
+	window, swaIdx, gaIdx, ctxLen int
+	rope                          nn.RopeScaling
+}
+
+// maxDim bounds every width before any array is made.
+const maxDim = 1 << 20
+
+// parse reads and checks config.json; it makes no arrays.
+func parse(config []byte) (*spec, error) {
 	var c Config
 	if err := json.Unmarshal(config, &c); err != nil {
 		return nil, fmt.Errorf("cannot parse config.json: %w", err)
 	}
-	layers, experts, topK := intOr(c.NumHiddenLayers, 36), intOr(c.NumLocalExperts, 128), intOr(c.NumExpertsPerTok, 4)
-	vocab, hidden, width := intOr(c.VocabSize, 201088), intOr(c.HiddenSize, 2880), intOr(c.IntermediateSize, 2880)
-	headDim, heads, kvHeads := intOr(c.HeadDim, 64), intOr(c.NumAttentionHeads, 64), intOr(c.NumKeyValueHeads, 8)
-	eps := 1e-5
+	s := &spec{
+		layers: intOr(c.NumHiddenLayers, 36), experts: intOr(c.NumLocalExperts, 128), topK: intOr(c.NumExpertsPerTok, 4),
+		vocab: intOr(c.VocabSize, 201088), hidden: intOr(c.HiddenSize, 2880), width: intOr(c.IntermediateSize, 2880),
+		headDim: intOr(c.HeadDim, 64), heads: intOr(c.NumAttentionHeads, 64), kvHeads: intOr(c.NumKeyValueHeads, 8),
+		eps: 1e-5, theta: 150000, window: intOr(c.SlidingWindow, 128), ctxLen: intOr(c.MaxPositionEmbeddings, 0),
+		rope: c.RopeScaling,
+	}
 	if c.RMSNormEps != nil {
-		eps = *c.RMSNormEps
+		s.eps = *c.RMSNormEps
 	}
-	theta := 150000.0
 	if c.RopeTheta != nil {
-		theta = *c.RopeTheta
+		s.theta = *c.RopeTheta
 	}
-	if experts < 1 || experts > maxExperts {
-		return nil, fmt.Errorf("num_local_experts = %d, want 1..%d", experts, maxExperts)
+	for _, d := range []struct {
+		name string
+		v    int
+	}{
+		{"num_hidden_layers", s.layers}, {"vocab_size", s.vocab}, {"hidden_size", s.hidden}, {"intermediate_size", s.width},
+		{"head_dim", s.headDim}, {"num_attention_heads", s.heads}, {"num_key_value_heads", s.kvHeads}, {"sliding_window", s.window},
+	} {
+		if d.v < 1 || d.v > maxDim {
+			return nil, fmt.Errorf("%s = %d, want 1..%d", d.name, d.v, maxDim)
+		}
 	}
-	if topK < 1 || topK > experts {
-		return nil, fmt.Errorf("num_experts_per_tok = %d, want 1..num_local_experts (%d)", topK, experts)
+	if s.layers > 4096 {
+		return nil, fmt.Errorf("num_hidden_layers = %d, want 1..4096", s.layers)
 	}
-	if err := nn.CheckHeads(heads, kvHeads, headDim); err != nil {
+	if s.experts < 1 || s.experts > maxExperts {
+		return nil, fmt.Errorf("num_local_experts = %d, want 1..%d", s.experts, maxExperts)
+	}
+	if s.topK < 1 || s.topK > s.experts {
+		return nil, fmt.Errorf("num_experts_per_tok = %d, want 1..num_local_experts (%d)", s.topK, s.experts)
+	}
+	if err := nn.CheckHeads(s.heads, s.kvHeads, s.headDim); err != nil {
 		return nil, err
 	}
-	types := c.LayerTypes
-	if types == nil {
-		types = slices.Repeat([]string{"sliding_attention", "full_attention"}, layers/2)
+	s.types = c.LayerTypes
+	if s.types == nil {
+		s.types = slices.Repeat([]string{"sliding_attention", "full_attention"}, s.layers/2)
 	}
-	m := &Model{contextLength: intOr(c.MaxPositionEmbeddings, 0), eps: float32(eps), window: intOr(c.SlidingWindow, 128),
-		swaIdx: slices.Index(types, "sliding_attention"), gaIdx: slices.Index(types, "full_attention")}
+	s.swaIdx, s.gaIdx = slices.Index(s.types, "sliding_attention"), slices.Index(s.types, "full_attention")
 	// gpt_oss.py zips the layers with layer_types and looks both kinds up.
-	if len(types) != layers || m.swaIdx < 0 || m.gaIdx < 0 {
-		return nil, fmt.Errorf("gpt_oss needs layer_types of %d entries with both sliding_attention and full_attention layers, got %d", layers, len(types))
+	if len(s.types) != s.layers || s.swaIdx < 0 || s.gaIdx < 0 {
+		return nil, fmt.Errorf("gpt_oss needs layer_types of %d entries with both sliding_attention and full_attention layers, got %d", s.layers, len(s.types))
 	}
-	if m.window <= 0 {
-		return nil, fmt.Errorf("sliding_window = %d, want > 0", m.window)
+	return s, nil
+}
+
+// New builds the model from config.json and the weights.
+func New(config []byte, w *nn.Weights) (nn.Decoder, error) {
+	s, err := parse(config)
+	if err != nil {
+		return nil, err
 	}
+	layers, experts, topK, vocab, hidden, width := s.layers, s.experts, s.topK, s.vocab, s.hidden, s.width
+	headDim, heads, kvHeads, types := s.headDim, s.heads, s.kvHeads, s.types
+	m := &Model{contextLength: s.ctxLen, eps: float32(s.eps), window: s.window, swaIdx: s.swaIdx, gaIdx: s.gaIdx}
 	// sanitize: a checkpoint mlx-lm has converted has the experts split;
 	// the Hugging Face layout (experts.gate_up_proj, mxfp4 _blocks) is not
 	// read here.
 	if hf := "model.layers.0.mlp.experts.gate_up_proj"; w.Has(hf) || w.Has(hf+"_blocks") {
 		return nil, fmt.Errorf("gpt_oss weights in the Hugging Face layout (experts.gate_up_proj) are not supported: convert them with mlx_lm.convert first")
 	}
-	rope, err := nn.NewRoPE(w, headDim, theta, false, c.RopeScaling)
+	rope, err := nn.NewRoPE(w, headDim, s.theta, false, s.rope)
 	if err != nil {
 		return nil, err
 	}
