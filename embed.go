@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mlxgo/mlxgo/models"
 	"github.com/mlxgo/mlxgo/models/embed"
 )
 
@@ -113,7 +114,7 @@ func (c *embedCommand) Run(ctx context.Context, args []string) error {
 	if err := loadMLX(ctx, &f.rt); err != nil {
 		return err
 	}
-	model, err := embed.Load(f.model)
+	model, err := embed.LoadWith(f.model, f.rt.load(models.LoadOptions{}))
 	if err != nil {
 		return fmt.Errorf("cannot load embedding model: %w", err)
 	}

@@ -221,7 +221,7 @@ func (c *generateCommand) Run(ctx context.Context, args []string) error {
 	r := &generateRun{m: c.m, f: f, path: path}
 	return mlx.Do(func() error {
 		t0 := time.Now()
-		model, err := f.shard.load(path, f.adapters.options())
+		model, err := f.shard.load(path, f.rt.load(f.adapters.options()))
 		if err != nil {
 			return fmt.Errorf("cannot load model %s: %w", path, err)
 		}

@@ -2,9 +2,12 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/mlxgo/mlxgo/mlx"
+	"github.com/mlxgo/mlxgo/models"
 	"github.com/mlxgo/mlxgo/native"
 )
 
@@ -14,6 +17,10 @@ const runtimeUsage = `	--kernels mlxgo|mlx       CPU kernels: mlxgo's (vectorize
 	                          mlxgo; $MLXGO_KERNELS)
 	--threads N               threads for the CPU kernels (default: physical
 	                          cores; $MLXGO_THREADS)
+	--dtype float32|float16|bfloat16
+	                          load every floating-point weight as this dtype,
+	                          so activations run in it (mlx-lm's
+	                          model.set_dtype); default: the checkpoint's
 	--pull                    pull -m ORG/NAME[@REV] from the hub first when it
 	                          is not in the cache (see mlxgo pull -h)
 `
@@ -23,11 +30,13 @@ const runtimeUsage = `	--kernels mlxgo|mlx       CPU kernels: mlxgo's (vectorize
 type runtimeFlags struct {
 	kernels string
 	threads int
+	dtype   string
 }
 
 func (r *runtimeFlags) register(fs *cmdFlags) {
 	fs.StringVar(&r.kernels, "kernels", "", "")
 	fs.IntVar(&r.threads, "threads", 0, "")
+	fs.StringVar(&r.dtype, "dtype", "", "")
 	fs.BoolVar(&modelFetch.pull, "pull", false, "") // read by resolveModel
 }
 
@@ -46,6 +55,9 @@ func (r *runtimeFlags) resolve(getenv func(string) string) error {
 	if r.threads < 0 {
 		return usagef("--threads must be positive")
 	}
+	if r.dtype != "" && !slices.Contains(models.ComputeDtypes, r.dtype) {
+		return usagef("--dtype must be one of %s, not %q", strings.Join(models.ComputeDtypes, ", "), r.dtype)
+	}
 	if r.threads == 0 {
 		if s := getenv("MLXGO_THREADS"); s != "" {
 			n, err := strconv.Atoi(s)
@@ -59,6 +71,12 @@ func (r *runtimeFlags) resolve(getenv func(string) string) error {
 		r.threads = max(1, native.CPUFeatures().PhysicalCores)
 	}
 	return nil
+}
+
+// load is o with the runtime's dtype: the options a model is loaded with.
+func (r *runtimeFlags) load(o models.LoadOptions) models.LoadOptions {
+	o.Dtype = r.dtype
+	return o
 }
 
 // apply selects the kernels; it runs once MLX is loaded, before any graph.

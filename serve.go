@@ -217,7 +217,7 @@ func (c *serveCommand) Run(ctx context.Context, args []string) error {
 	}
 	var emb *server.Embeddings
 	if f.embedModel != "" {
-		em, err := loadEmbeddings(f.embedModel)
+		em, err := loadEmbeddings(f.embedModel, f.rt.load(models.LoadOptions{}))
 		if err != nil {
 			return err
 		}
@@ -237,7 +237,7 @@ func (c *serveCommand) Run(ctx context.Context, args []string) error {
 	}
 	t.Truncation, t.Padding = nil, nil // never cut a prompt silently
 	var model models.Model
-	if err := mlx.Do(func() (err error) { model, err = models.Load(path, f.adapters.options()); return err }); err != nil {
+	if err := mlx.Do(func() (err error) { model, err = models.Load(path, f.rt.load(f.adapters.options())); return err }); err != nil {
 		return fmt.Errorf("cannot load model %s: %w", path, err)
 	}
 	defer mlx.Do(model.Close)
@@ -316,12 +316,12 @@ func isEmbeddingModel(path string) bool {
 }
 
 // loadEmbeddings loads an embedding model for /v1/embeddings.
-func loadEmbeddings(arg string) (*server.Embeddings, error) {
+func loadEmbeddings(arg string, opts models.LoadOptions) (*server.Embeddings, error) {
 	path, err := resolveModel(arg, os.Getenv)
 	if err != nil {
 		return nil, err
 	}
-	m, err := embed.Load(path)
+	m, err := embed.LoadWith(path, opts)
 	if err != nil {
 		return nil, fmt.Errorf("cannot load embedding model %s: %w", path, err)
 	}
@@ -331,7 +331,7 @@ func loadEmbeddings(arg string) (*server.Embeddings, error) {
 // serveEmbeddingsOnly serves an embedding model alone: the completion
 // endpoints refuse with 404 naming it (see server.NotChatModel).
 func (c *serveCommand) serveEmbeddingsOnly(ctx context.Context, f *serveFlags, path string, tr *server.Transcriber) error {
-	emb, err := loadEmbeddings(path)
+	emb, err := loadEmbeddings(path, f.rt.load(models.LoadOptions{}))
 	if err != nil {
 		return err
 	}

@@ -357,6 +357,9 @@ func loadGGUF(path string, opts LoadOptions) (Model, error) {
 	cfg.Quantization = q
 	w := nn.NewWeights(src, q)
 	w.GGUF = true
+	if err := castWeights(w, opts); err != nil {
+		return nil, err
+	}
 	adapters, infos, closeAdapters, err := openAdapters(w, opts, cfg.NumHiddenLayers)
 	if err != nil {
 		return nil, err
@@ -367,6 +370,7 @@ func loadGGUF(path string, opts LoadOptions) (Model, error) {
 		return nil, fmt.Errorf("cannot load GGUF model %s: %w", path, err)
 	}
 	m.info.Format = "gguf"
+	m.info.CastTo = opts.Dtype
 	m.info.Path = path
 	m.info.Artifact = newArtifact([]string{path})
 	return adapt(m, adapters, infos), nil

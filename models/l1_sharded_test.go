@@ -20,7 +20,7 @@ import (
 
 // loadL1 is how runCase loads a model: whole, or (in a rank of
 // TestL1Sharded) this rank's tensor-parallel shard.
-var loadL1 = func(path string) (models.Model, error) { return models.Load(path, models.LoadOptions{}) }
+var loadL1 = func(path string, opts models.LoadOptions) (models.Model, error) { return models.Load(path, opts) }
 
 // shardedCases is the sharded oracle's index (sharded.py, run by mlx.launch
 // with 2 ranks over the ring backend); each case's file is made relative to
@@ -134,7 +134,9 @@ func l1Rank(t *testing.T) {
 	if g.Size() != 2 {
 		t.Fatalf("group of %d ranks, want 2", g.Size())
 	}
-	loadL1 = func(path string) (models.Model, error) { return models.LoadSharded(path, models.LoadOptions{}, g) }
+	loadL1 = func(path string, opts models.LoadOptions) (models.Model, error) {
+		return models.LoadSharded(path, opts, g)
+	}
 	names := make([]string, 0, len(cases))
 	for n := range cases {
 		names = append(names, n)

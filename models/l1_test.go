@@ -34,6 +34,9 @@ type oracleCase struct {
 	QuantizedKVStart int               `json:"quantized_kv_start"`
 	MaxKVSize        *int              `json:"max_kv_size"`
 	SourceGGUF       string            `json:"source_gguf"`
+	// Dtype is the dtype the oracle cast the model to after loading
+	// (model.set_dtype), what --dtype does; empty: the checkpoint's.
+	Dtype string `json:"dtype"`
 	// Unsupported is MLX's own error for a case it cannot evaluate on the
 	// oracle's device (logits.py records it on a GPU only), at model call
 	// FailedCall (1-based); the fixture then holds the prompt alone.
@@ -224,7 +227,7 @@ func runCase(t *testing.T, c oracleCase, modelPath string, checkFiles bool) {
 		opts.KVBits = *c.KVBits
 	}
 	mlxtest.Do(t, func() error {
-		m, err := loadL1(modelPath)
+		m, err := loadL1(modelPath, models.LoadOptions{Dtype: c.Dtype})
 		if err != nil {
 			return err
 		}
@@ -335,7 +338,7 @@ func runUnsupported(t *testing.T, c oracleCase, fx fixture, modelPath string) {
 	// same on both sides, but the check must not hinge on their formatting.
 	want, _, _ := strings.Cut(c.Unsupported, ":")
 	mlxtest.Do(t, func() error {
-		m, err := models.Load(modelPath, models.LoadOptions{})
+		m, err := models.Load(modelPath, models.LoadOptions{Dtype: c.Dtype})
 		if err != nil {
 			return err
 		}

@@ -78,6 +78,9 @@ func loadDir(dir string, opts LoadOptions) (Model, error) {
 		files = append(files, f.Path)
 	}
 	w := nn.NewWeights(nn.Safetensors(set), cfg.Quantization)
+	if err := castWeights(w, opts); err != nil {
+		return nil, err
+	}
 	adapters, infos, closeAdapters, err := openAdapters(w, opts, cfg.NumHiddenLayers)
 	if err != nil {
 		return nil, err
@@ -88,6 +91,7 @@ func loadDir(dir string, opts LoadOptions) (Model, error) {
 		return nil, fmt.Errorf("cannot load %s model from %s: %w", cfg.ModelType, dir, err)
 	}
 	m.info.Format = "safetensors"
+	m.info.CastTo = opts.Dtype
 	m.info.Path = dir
 	m.info.Artifact = newArtifact(files)
 	return adapt(m, adapters, infos), nil

@@ -37,6 +37,7 @@ type Info struct {
 	NumLayers     int
 	EOS           []int  // eos_token_id from the config (generation_config.json wins)
 	Dtype         string // activation dtype: that of the embedding (scales when quantized)
+	CastTo        string // LoadOptions.Dtype when set: the weights were cast to it at load
 	Quantization  string // "none", or the default scheme and override count
 	Format        string // "safetensors" or "gguf"
 	Path          string
@@ -56,6 +57,11 @@ type LoadOptions struct {
 	// does (quantized weights are quantized again); Load returns a plain
 	// model.
 	FuseAdapter bool
+	// Dtype, when set ("float32", "float16", "bfloat16"), is the dtype every
+	// floating-point weight is loaded as, so activations run in it:
+	// mlx-lm's model.set_dtype after load (Weights.CastTo). Empty: the
+	// checkpoint's own.
+	Dtype string
 }
 
 // Artifact is the set of files a model was loaded from; its fingerprint

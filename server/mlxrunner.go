@@ -223,10 +223,14 @@ func NewMLXModel(m models.Model, t *tok.Tokenizer, id, runtime string, cacheByte
 // weightScheme names the weights' numeric scheme: the quantization and the
 // activation dtype, or for unquantized weights their dtype.
 func weightScheme(info models.Info) string {
-	if info.Quantization == "" || info.Quantization == "none" {
-		return fmt.Sprintf("%s %s weights, not quantized (%s)", info.ModelType, info.Dtype, info.Format)
+	cast := ""
+	if info.CastTo != "" {
+		cast = ", cast to " + info.CastTo + " at load (--dtype)"
 	}
-	return fmt.Sprintf("%s %s, %s activations (%s)", info.ModelType, info.Quantization, info.Dtype, info.Format)
+	if info.Quantization == "" || info.Quantization == "none" {
+		return fmt.Sprintf("%s %s weights, not quantized (%s%s)", info.ModelType, info.Dtype, info.Format, cast)
+	}
+	return fmt.Sprintf("%s %s, %s activations (%s%s)", info.ModelType, info.Quantization, info.Dtype, info.Format, cast)
 }
 
 // kvScheme names the KV caches a request gets, from the caches the model

@@ -110,7 +110,12 @@ type Model struct {
 // Load reads an embedding model directory: config.json, safetensors weights,
 // tokenizer.json, and optionally modules.json, 1_Pooling/config.json and
 // sentence_bert_config.json. It runs MLX work on the executor itself.
-func Load(dir string) (*Model, error) {
+func Load(dir string) (*Model, error) { return LoadWith(dir, models.LoadOptions{}) }
+
+// LoadWith is Load with the decoder's load options (--dtype). BERT
+// encoders run in float32 whatever their storage, as the reference does:
+// another dtype is refused for them.
+func LoadWith(dir string, opts models.LoadOptions) (*Model, error) {
 	data, err := os.ReadFile(filepath.Join(dir, "config.json"))
 	if err != nil {
 		return nil, fmt.Errorf("cannot read model config: %w", err)
@@ -138,6 +143,9 @@ func Load(dir string) (*Model, error) {
 	}
 	err = mlx.Do(func() error {
 		if head.ModelType == "bert" {
+			if opts.Dtype != "" && opts.Dtype != "float32" {
+				return fmt.Errorf("cannot load %s as %s: BERT encoders run in float32, as the reference does", dir, opts.Dtype)
+			}
 			b, err := bert.Load(dir)
 			if err != nil {
 				return err
@@ -145,7 +153,7 @@ func Load(dir string) (*Model, error) {
 			m.enc, m.MaxLen = bertEncoder{b}, b.Config().MaxPositionEmbeddings
 			return nil
 		}
-		d, err := models.Load(dir, models.LoadOptions{})
+		d, err := models.Load(dir, opts)
 		if err != nil {
 			return fmt.Errorf("cannot load model %s: %w", dir, err)
 		}

@@ -46,6 +46,21 @@ type Weights struct {
 	pack bool
 	// adapters: the LoRA adapters linear layers take (SetAdapters); nil: none.
 	adapters *Adapters
+	// cast, when cast.set, is the dtype every floating-point tensor is
+	// taken as (CastTo).
+	cast struct {
+		set bool
+		dt  mlx.Dtype
+	}
+}
+
+// CastTo makes Get return every floating-point tensor (weights, quantization
+// scales and biases, norms) as dt: mlx-lm's model.set_dtype(dt) after
+// load, so a sanitize()'s rewrites (Transform, Stack) run on the stored
+// dtype first, as they do there. Integer tensors (packed quantized weights)
+// are left as they are.
+func (ws *Weights) CastTo(dt mlx.Dtype) {
+	ws.cast.set, ws.cast.dt = true, dt
 }
 
 // NewWeights takes the tensors of a checkpoint and its quantization (nil:
@@ -154,6 +169,14 @@ func (ws *Weights) Get(name string, want ...int) *mlx.Array {
 	a, err := s.Load()
 	if err == nil {
 		err = a.Err()
+	}
+	if err == nil && ws.cast.set && a.Dtype().IsFloat() && a.Dtype() != ws.cast.dt {
+		// Evaluated now, so the stored tensor's memory goes before the
+		// next is loaded rather than at the first step.
+		c := mlx.AsType(a, ws.cast.dt)
+		err = mlx.Eval(c)
+		a.Free()
+		a = c
 	}
 	if err != nil {
 		ws.Fail(fmt.Errorf("cannot load weight %s: %w", name, err))

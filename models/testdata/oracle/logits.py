@@ -150,7 +150,7 @@ class Unsupported(RuntimeError):
 def unsupported_case(case: str, model_dir: Path, out: Path, err: Unsupported, *, prompt_len=24, prompt_seed=1,
                      steps=DEFAULT_STEPS, prefill_step_size=DEFAULT_PREFILL_STEP_SIZE, kv_bits=None,
                      kv_group_size=DEFAULT_KV_GROUP_SIZE, quantized_kv_start=DEFAULT_QUANTIZED_KV_START,
-                     max_kv_size=None) -> dict:
+                     max_kv_size=None, dtype=None) -> dict:
     """The index entry of a case MLX cannot run on a GPU, with its prompt: mlxgo's
     TestL1 then requires the same MLX error at the same model call."""
     _, config = load_model(model_dir)
@@ -168,6 +168,8 @@ def unsupported_case(case: str, model_dir: Path, out: Path, err: Unsupported, *,
         "steps": steps, "prefill_step_size": prefill_step_size, "kv_bits": kv_bits, "kv_group_size": kv_group_size,
         "quantized_kv_start": quantized_kv_start, "max_kv_size": max_kv_size,
     }
+    if dtype:
+        entry["dtype"] = dtype
     out.mkdir(parents=True, exist_ok=True)
     mx.save_safetensors(str(out / entry["file"]), {"prompt_ids": mx.array(np.array(prompt, dtype=np.int32))},
                         metadata={"case": case, "format": "mlxgo-oracle-v1"})
@@ -185,9 +187,13 @@ def max_abs_diff(a: np.ndarray, b: np.ndarray) -> float:
 def make_case(case: str, model_dir: Path, out: Path, *, prompt=None, prompt_len=24, prompt_seed=1,
               steps=DEFAULT_STEPS, prefill_step_size=DEFAULT_PREFILL_STEP_SIZE, kv_bits=None,
               kv_group_size=DEFAULT_KV_GROUP_SIZE, quantized_kv_start=DEFAULT_QUANTIZED_KV_START,
-              max_kv_size=None, checks=True, extra=None) -> dict:
-    """Generate one case, write <out>/<case>.safetensors, return its index entry."""
+              max_kv_size=None, checks=True, extra=None, dtype=None) -> dict:
+    """Generate one case, write <out>/<case>.safetensors, return its index entry.
+    dtype: cast every floating-point parameter after loading (model.set_dtype),
+    what mlxgo's --dtype does."""
     model, config = load_model(model_dir)
+    if dtype:
+        model.set_dtype(getattr(mx, dtype))
     if prompt is None:
         prompt = prompt_ids(prompt_seed, prompt_len, vocab_size(config))
     settings = dict(steps=steps, prefill_step_size=prefill_step_size, kv_bits=kv_bits,
@@ -209,6 +215,8 @@ def make_case(case: str, model_dir: Path, out: Path, *, prompt=None, prompt_len=
         "sampler": "greedy: argmax(logprobs) with logprobs = logits - logsumexp(logits)",
         **settings,
     }
+    if dtype:
+        entry["dtype"] = dtype
     if max_kv_size is not None and hasattr(model, "make_cache"):
         # make_prompt_cache lets the model's own make_cache win: mlx-lm ignores
         # --max-kv-size for llama and gemma3_text.
@@ -321,6 +329,12 @@ def suite_cases(models: Path) -> dict:
         "qwen2-f32-maxkv32": dict(model="qwen2-f32", max_kv_size=32),
         "qwen3-q4g64-maxkv16-prefill8": dict(model="qwen3-q4g64", max_kv_size=16, prefill_step_size=8),
         "qwen2-bf16-maxkv16": dict(model="qwen2-bf16", max_kv_size=16),
+        # --dtype: every floating-point weight (quantization scales and biases
+        # too) cast after loading, as model.set_dtype does
+        "llama-bf16-as-float32": dict(model="llama-bf16", dtype="float32"),
+        "qwen3-q4g64-as-float32": dict(model="qwen3-q4g64", dtype="float32"),
+        "qwen2-f32-as-float16": dict(model="qwen2-f32", dtype="float16"),
+        "llama-f32-as-bfloat16": dict(model="llama-f32", dtype="bfloat16"),
     })
     return cases
 
@@ -339,6 +353,7 @@ def main() -> int:
     ap.add_argument("--kv-group-size", type=int, default=DEFAULT_KV_GROUP_SIZE)
     ap.add_argument("--quantized-kv-start", type=int, default=DEFAULT_QUANTIZED_KV_START)
     ap.add_argument("--max-kv-size", type=int)
+    ap.add_argument("--dtype", choices=["float32", "float16", "bfloat16"], help="cast the model after loading")
     ap.add_argument("--no-checks", action="store_true", help="skip the rerun and no-compile comparisons")
     args = ap.parse_args()
     mx.set_default_device(oracle_device())
@@ -370,7 +385,7 @@ def main() -> int:
         ap.error("--model and --case are required without --suite")
     spec = dict(prompt_len=args.prompt_len, prompt_seed=args.prompt_seed, steps=args.steps,
                 prefill_step_size=args.prefill_step_size, kv_bits=args.kv_bits, kv_group_size=args.kv_group_size,
-                quantized_kv_start=args.quantized_kv_start, max_kv_size=args.max_kv_size)
+                quantized_kv_start=args.quantized_kv_start, max_kv_size=args.max_kv_size, dtype=args.dtype)
     try:
         entry = make_case(args.case, args.model, args.out, checks=not args.no_checks, **spec)
     except Unsupported as err:
