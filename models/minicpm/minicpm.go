@@ -107,11 +107,20 @@ func (m *Model) Facts() nn.Facts {
 	return nn.Facts{Layers: len(m.layers), ContextLength: m.contextLength, Dtype: m.embed.Dtype().String()}
 }
 
-// New builds the model from config.json and the weights.
-func New(config []byte, w *nn.Weights) (nn.Decoder, error) {
+// maxDim bounds the widths before any array is made.
+const maxDim = 1 << 20
+
+// parse reads and checks config.json; it makes no arrays.
+func parse(config []byte) (*Config, error) {
 	var c Config
 	if err := json.Unmarshal(config, &c); err != nil {
 		return nil, fmt.Errorf("cannot parse config.json: %w", err)
+	}
+	for name, v := range map[string]int{"hidden_size": c.HiddenSize, "num_hidden_layers": c.NumHiddenLayers,
+		"intermediate_size": c.IntermediateSize, "num_attention_heads": c.NumAttentionHeads, "vocab_size": c.VocabSize} {
+		if v < 1 || v > maxDim {
+			return nil, fmt.Errorf("%s = %d, want 1..%d", name, v, maxDim)
+		}
 	}
 	if c.DimModelBase == nil || c.ScaleDepth == nil || c.ScaleEmb == nil || c.RMSNormEps == nil || c.NumKeyValueHeads == nil {
 		return nil, fmt.Errorf("minicpm needs dim_model_base, scale_depth, scale_emb, rms_norm_eps and num_key_value_heads")
@@ -125,11 +134,21 @@ func New(config []byte, w *nn.Weights) (nn.Decoder, error) {
 	if c.TieWordEmbeddings {
 		return nil, fmt.Errorf("minicpm with tie_word_embeddings: mlx-lm 0.32.2 cannot load it (its sanitize adds an lm_head the tied model lacks)")
 	}
-	heads, kvHeads := c.NumAttentionHeads, *c.NumKeyValueHeads
-	headDim := c.HiddenSize / heads
-	if err := nn.CheckHeads(heads, kvHeads, headDim); err != nil {
+	if err := nn.CheckHeads(c.NumAttentionHeads, *c.NumKeyValueHeads, c.HiddenSize/c.NumAttentionHeads); err != nil {
 		return nil, err
 	}
+	return &c, nil
+}
+
+// New builds the model from config.json and the weights.
+func New(config []byte, w *nn.Weights) (nn.Decoder, error) {
+	cp, err := parse(config)
+	if err != nil {
+		return nil, err
+	}
+	c := *cp
+	heads, kvHeads := c.NumAttentionHeads, *c.NumKeyValueHeads
+	headDim := c.HiddenSize / heads
 	theta := 1000000.0
 	if c.RopeTheta != nil {
 		theta = *c.RopeTheta
