@@ -15,9 +15,9 @@ import (
 // over the group by all_sum, before the bias). Embeddings, norms and the
 // head stay whole on every rank.
 //
-// Each rank holds only its slice: a sharded tensor is loaded, cut and made
-// contiguous one tensor at a time (mlx-lm's _shard does the same cut), so the
-// full tensor lives only while its slice is copied out.
+// Each rank holds only its slice: a sharded tensor is loaded, cut and copied
+// into an array of its own one tensor at a time (mlx-lm's _shard makes the
+// same cut), so the full tensor lives only while its slice is copied out.
 
 // Shard is this process's place in a tensor-parallel group.
 type Shard struct {
@@ -89,7 +89,19 @@ func (ws *Weights) shardTensor(name string, axis int) {
 		defer a.Free()
 		start, stop := make([]int, len(shape)), slices.Clone(t.Shape)
 		start[axis], stop[axis] = s.Rank*part, (s.Rank+1)*part
-		out := mlx.Contiguous(mlx.Slice(a, start, stop))
+		// A slice of rows is already contiguous, and MLX would keep it as a
+		// view of the whole tensor: copy the slice's bytes out into an
+		// array of its own, so the whole one is freed (the bits are the
+		// same as mx.contiguous's).
+		sl := mlx.Slice(a, start, stop)
+		defer sl.Free()
+		view := mlx.Contiguous(sl)
+		defer view.Free()
+		b, err := view.Bytes()
+		if err != nil {
+			return nil, err
+		}
+		out := mlx.FromBytes(b, a.Dtype(), shape...)
 		return out, mlx.Eval(out)
 	}}
 }

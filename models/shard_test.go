@@ -1,0 +1,70 @@
+package models_test
+
+import (
+	"path/filepath"
+	"regexp"
+	"testing"
+
+	"github.com/mlxgo/mlxgo/internal/mlxtest"
+	"github.com/mlxgo/mlxgo/mlx"
+	"github.com/mlxgo/mlxgo/models"
+	"github.com/mlxgo/mlxgo/models/nn"
+	"github.com/mlxgo/mlxgo/models/safetensors"
+)
+
+// A tensor-parallel load keeps only its slice of each sharded weight: the
+// active memory of a rank's model is the whole model's less (1 - 1/N) of
+// the attention and MLP projections, to the byte, with no array left over.
+// (No forward pass runs, so the shard needs no group.) MLX's own kernels:
+// mlxgo's repack quantized weights into a layout whose size is not the
+// checkpoint's.
+func TestShardedLoadMemory(t *testing.T) {
+	mlxtest.Need(t)
+	oracleCases(t) // the tiny models exist
+	mlxtest.Do(t, func() error { return mlx.SetCPUKernels(mlx.KernelsMLX, 1, "") })
+	defer mlxtest.Do(t, func() error { return mlx.SetCPUKernels(mlxtest.Kernels(), mlxtest.Threads(), "") })
+	proj := regexp.MustCompile(`\.(q|k|v|o|gate|up|down)_proj\.`)
+	for _, tc := range []struct {
+		model string
+		n     int
+	}{{"llama-f32", 2}, {"qwen3-q4g64", 2}, {"qwen2-q4g32", 2}, {"qwen3-bf16", 2}} {
+		t.Run(tc.model, func(t *testing.T) {
+			dir := filepath.Join(oracleDir(), "models", tc.model)
+			set, err := safetensors.OpenDir(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var sharded int64
+			for _, name := range set.Names() {
+				if ti, _ := set.Tensor(name); proj.MatchString(name) {
+					sharded += int64(len(ti.Data))
+				}
+			}
+			set.Close()
+			mlxtest.Do(t, func() error {
+				active := func(n int) (uint64, int64) {
+					var m models.Model
+					if err := nn.WithShard(&nn.Shard{Size: n}, func() (err error) {
+						m, err = models.Load(dir, models.LoadOptions{})
+						return err
+					}); err != nil {
+						t.Fatal(err)
+					}
+					defer m.Close()
+					mem, err := mlx.Memory()
+					if err != nil {
+						t.Fatal(err)
+					}
+					return mem.Active, mlx.LiveArrays()
+				}
+				whole, wholeLive := active(1)
+				part, partLive := active(tc.n)
+				want := whole - uint64(sharded-sharded/int64(tc.n))
+				if part != want || partLive != wholeLive {
+					t.Errorf("rank of %d: %d bytes in %d arrays, want %d (whole %d in %d, projections %d)", tc.n, part, partLive, want, whole, wholeLive, sharded)
+				}
+				return nil
+			})
+		})
+	}
+}
