@@ -218,6 +218,14 @@ gpu-check: native-cuda data-tok
 	  --implementation cp --platform manylinux_2_35_x86_64 -d $(GPU)/p2/whl mlx==$(MLX_VERSION) mlx-lm==0.32.2
 	du -sh $(GPU)/p1 $(GPU)/p2
 
+# Tensor-parallel decode on the Llama-3.2-1B-shaped model: 1 rank against 2 (local ranks over the ring
+# backend), mlxgo against mlx-lm's sharded generate in the same run, alternating; tok/s, rank 0's peak
+# memory, all_sum time per step (models/testdata/oracle/bench_distributed.py; JSON in .cache/bench/).
+.PHONY: bench-distributed
+bench-distributed: build native-install oracle-big
+	$(PY) models/testdata/oracle/bench_distributed.py --model $(ORACLE)/models/llama1b-q4g64 --ranks 2 \
+	  --rounds $(or $(BENCH_ROUNDS),3) --max-tokens 32
+
 # ---- The mlx-lm oracle (models/testdata/oracle/README.md): fixtures, never committed ----
 ORACLE := $(CACHE)/oracle
 .PHONY: oracle oracle-big bench-1b
