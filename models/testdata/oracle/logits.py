@@ -281,8 +281,8 @@ def suite_cases(models: Path) -> dict:
     than its sliding window (16)."""
     cases = {}
     for d in sorted(p for p in models.iterdir() if (p / "config.json").exists()):
-        if d.name.startswith("llama1b"):
-            continue  # benchmark-only
+        if d.name.startswith("llama1b") or "-bench-" in d.name:
+            continue  # benchmark-only (make_tiny --big, --gemma4-bench-only, make_bench_*.py)
         # gemma3, gemma4, gpt_oss: longer than their windows; qwen3_moe and
         # gpt_oss: 39 prefill tokens x top 2 >= 64 indices, so SwitchGLU takes
         # its sorted path
