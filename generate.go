@@ -62,10 +62,15 @@ Flags:
 	--json-schema FILE        constrain the output to JSON valid under the JSON Schema in FILE
 	--grammar FILE            constrain the output to the Lark grammar in FILE (llguidance's
 	                          dialect; %json{...} embeds a schema)
+	--draft-model PATH        speculative decoding: PATH drafts tokens that the model
+	                          checks in one pass (mlx-lm's speculative_generate_step);
+	                          it must have the model's vocabulary
+	--num-draft-tokens N      tokens the draft model proposes per pass (default 3)
 ` + kvUsage + `	--prefill-step N          prompt tokens per prefill call (default 2048)
 	--verbose                 print the model and the figures to stderr:
 	                          prompt tokens and prefill tok/s, generated
-	                          tokens and decode tok/s, peak memory
+	                          tokens and decode tok/s, peak memory; with a
+	                          draft model its acceptance rate and tokens per pass
 	--json-stats              print the figures as one JSON object, the last
 	                          line on stderr (for make bench)
 ` + runtimeUsage + `
@@ -112,6 +117,8 @@ type generateFlags struct {
 	stops                         stringList
 	ignoreEOS                     bool
 	jsonSchema, grammar           string // files
+	draftModel                    string
+	numDraft                      int
 	kv                            kvFlags
 	prefillStep                   int
 	verbose, jsonStats            bool
@@ -149,6 +156,8 @@ func (c *generateCommand) parse(args []string) (*generateFlags, error) {
 	fs.BoolVar(&f.ignoreEOS, "ignore-eos", false, "")
 	fs.StringVar(&f.jsonSchema, "json-schema", "", "")
 	fs.StringVar(&f.grammar, "grammar", "", "")
+	fs.StringVar(&f.draftModel, "draft-model", "", "")
+	fs.IntVar(&f.numDraft, "num-draft-tokens", gen.DefaultNumDraftTokens, "")
 	f.kv.register(fs.FlagSet)
 	fs.IntVar(&f.prefillStep, "prefill-step", gen.DefaultPrefillStepSize, "")
 	fs.BoolVar(&f.verbose, "verbose", false, "")
@@ -183,6 +192,12 @@ func (c *generateCommand) parse(args []string) (*generateFlags, error) {
 		return nil, usagef("--ignore-eos cannot be used with --json-schema or --grammar (the grammar ends the output)")
 	case f.repPenalty < 0:
 		return nil, usagef("--repetition-penalty must not be negative")
+	case f.numDraft < 0:
+		return nil, usagef("--num-draft-tokens must be 0 or more")
+	case f.draftModel != "" && (f.jsonSchema != "" || f.grammar != ""):
+		return nil, usagef("--draft-model cannot be used with --json-schema or --grammar (a grammar must see each token before the next is drafted)")
+	case f.draftModel != "" && f.kv.maxKV > 0:
+		return nil, usagef("--draft-model cannot be used with --max-kv-size (speculative decoding trims its caches, and a rotating cache cannot be trimmed once full)")
 	}
 	if err := f.sampler.Validate(0); err != nil {
 		return nil, usageError{err.Error()}
@@ -219,6 +234,12 @@ func (c *generateCommand) Run(ctx context.Context, args []string) error {
 	}()
 
 	r := &generateRun{m: c.m, f: f, path: path}
+	var draft *loadedDraft
+	if f.draftModel != "" {
+		if draft, err = startDraft(f.draftModel, os.Getenv); err != nil {
+			return err
+		}
+	}
 	return mlx.Do(func() error {
 		t0 := time.Now()
 		model, err := f.shard.load(path, f.rt.load(f.adapters.options()))
@@ -235,6 +256,13 @@ func (c *generateCommand) Run(ctx context.Context, args []string) error {
 		tr := <-tokCh
 		if tr.err != nil {
 			return fmt.Errorf("cannot load the tokenizer of %s: %w", path, tr.err)
+		}
+		if draft != nil {
+			if err := draft.load(tr.t); err != nil {
+				return err
+			}
+			defer draft.model.Close()
+			r.draft = draft
 		}
 		r.loadTime = time.Since(t0)
 		return r.run(ctx, model, tr.t, text)

@@ -25,6 +25,7 @@ type generateRun struct {
 	path        string
 	loadTime    time.Duration
 	weightBytes uint64
+	draft       *loadedDraft // --draft-model, loaded; nil without
 }
 
 // grammar compiles --json-schema or --grammar (nil when neither is given)
@@ -87,6 +88,10 @@ func (r *generateRun) run(ctx context.Context, model models.Model, t *tok.Tokeni
 		fmt.Fprintf(r.m.Stderr, "model:       %s (%s, %s, %s), loaded in %.2f s\n", r.path, info.ModelType, info.Dtype, info.Quantization, r.loadTime.Seconds())
 		describeAdapters(r.m.Stderr, info)
 		fmt.Fprintf(r.m.Stderr, "runtime:     %s\n", mlx.RuntimeDescription())
+		if r.draft != nil {
+			di := r.draft.model.Info()
+			fmt.Fprintf(r.m.Stderr, "draft:       %s (%s, %s, %s), %d tokens per pass\n", r.draft.path, di.ModelType, di.Dtype, di.Quantization, r.f.numDraft)
+		}
 	}
 	if r.f.seed.set {
 		// mx.random.seed(args.seed), before anything draws a key.
@@ -99,7 +104,12 @@ func (r *generateRun) run(ctx context.Context, model models.Model, t *tok.Tokeni
 	if err := mlx.ResetPeakMemory(); err != nil {
 		return err
 	}
-	st, err := gen.Generate(ctx, model, ids, o, out.token)
+	var st gen.Stats
+	if r.draft != nil {
+		st, err = gen.Speculate(ctx, model, gen.Draft{Model: r.draft.model, NumDraftTokens: r.f.numDraft}, ids, o, out.token)
+	} else {
+		st, err = gen.Generate(ctx, model, ids, o, out.token)
+	}
 	if err == nil {
 		err = out.finish()
 	} else if errors.Is(err, context.Canceled) {
@@ -178,12 +188,21 @@ type benchStats struct {
 	KVBytesPerToken int     `json:"kv_bytes_per_token"`
 	FinishReason    string  `json:"finish_reason"`
 	MLX             string  `json:"mlx"`
+	// With --draft-model: the speculative figures.
+	DraftTokens    int     `json:"draft_tokens,omitempty"`
+	AcceptedTokens int     `json:"accepted_tokens,omitempty"`
+	TargetPasses   int     `json:"target_passes,omitempty"`
+	AcceptanceRate float64 `json:"acceptance_rate,omitempty"`
 }
 
 func (r *generateRun) report(st gen.Stats) {
 	if r.f.verbose {
 		fmt.Fprintf(r.m.Stderr, "prompt:      %d tokens, %.1f tok/s\n", st.PromptTokens, st.PrefillTPS())
 		fmt.Fprintf(r.m.Stderr, "generation:  %d tokens, %.1f tok/s (%s)\n", st.GeneratedTokens, st.DecodeTPS(), st.FinishReason)
+		if r.draft != nil {
+			fmt.Fprintf(r.m.Stderr, "speculative: accepted %d of %d draft tokens (%.1f%%), %.2f tokens per target pass (%d passes)\n",
+				st.AcceptedTokens, st.DraftTokens, 100*st.AcceptanceRate(), st.TokensPerPass(), st.TargetPasses)
+		}
 		fmt.Fprintf(r.m.Stderr, "peak memory: %.3f GB\n", float64(st.PeakMemory)/1e9)
 	}
 	if r.f.jsonStats {
@@ -192,6 +211,8 @@ func (r *generateRun) report(st gen.Stats) {
 			PrefillTPS: st.PrefillTPS(), DecodeTPS: st.DecodeTPS(), Load: r.loadTime.Seconds(),
 			PeakMemory: st.PeakMemory, WeightBytes: r.weightBytes, KVBytes: st.KVBytes, KVBytesPerToken: st.KVBytesPerToken,
 			FinishReason: st.FinishReason, MLX: mlx.Version(),
+			DraftTokens: st.DraftTokens, AcceptedTokens: st.AcceptedTokens, TargetPasses: st.TargetPasses,
+			AcceptanceRate: st.AcceptanceRate(),
 		}
 		if !st.FirstToken.IsZero() {
 			b.TTFT = st.FirstToken.Sub(processStart()).Seconds()

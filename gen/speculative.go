@@ -111,10 +111,18 @@ func NewSpeculative(ctx context.Context, target Model, d Draft, prompt []int32, 
 	// rotating caches are refused too: a rotating cache that has evicted
 	// cannot be trimmed, and mlx-lm's trim then silently keeps the rejected
 	// tokens (its check passes only because the caches are empty at the start).
-	for _, c := range append(append([]kv.Cache(nil), l.caches...), s.draft.caches...) {
-		if _, rot := c.(*kv.Rotating); rot || !c.Trimmable() {
-			s.free()
-			return nil, fmt.Errorf("%w: %T keeps a rotating window or a recurrent state (--max-kv-size, sliding-window layers)", ErrNotTrimmable, c)
+	for _, m := range []struct {
+		name   string
+		caches []kv.Cache
+	}{{"the model", l.caches}, {"the draft model", s.draft.caches}} {
+		for i, c := range m.caches {
+			if _, rot := c.(*kv.Rotating); rot {
+				s.free()
+				return nil, fmt.Errorf("%w: layer %d of %s keeps a rotating window (a sliding-window layer, or --max-kv-size)", ErrNotTrimmable, i, m.name)
+			} else if !c.Trimmable() {
+				s.free()
+				return nil, fmt.Errorf("%w: layer %d of %s keeps a recurrent state", ErrNotTrimmable, i, m.name)
+			}
 		}
 	}
 	return s, nil
