@@ -69,6 +69,11 @@ Flags:
 	                          x_mlxgo.sampling_from says which applied.
 	--prompt-cache-bytes N    KV bytes the prompt cache keeps (default 536870912;
 	                          0 turns it off)
+	--draft-model PATH        speculative decoding with this draft model (as
+	                          mlx_lm.server: one request at a time, so --batch 1;
+	                          it must have the model's vocabulary); requests may
+	                          set num_draft_tokens, and draft_model only to it
+	--num-draft-tokens N      tokens the draft proposes per pass (default 3)
 ` + kvUsage + `	                          A kv_config.json beside the weights (optiq's
 	                          per-layer format) quantizes the layers it lists
 	                          unless --kv-bits is given; quantized KV needs
@@ -98,6 +103,8 @@ type serveCommand struct{ m *Main }
 type serveFlags struct {
 	model, host, apiKey, cors string
 	embedModel, whisperModel  string
+	draftModel                string
+	numDraft                  int
 	port, batch, maxTokens    int
 	maxQueue, cacheBytes      int
 	responseStore             int
@@ -128,6 +135,8 @@ func (c *serveCommand) parse(args []string) (*serveFlags, error) {
 	fs.Float64Var(&minP, "min-p", 0, "")
 	fs.IntVar(&topK, "top-k", 0, "")
 	fs.IntVar(&f.cacheBytes, "prompt-cache-bytes", 512<<20, "")
+	fs.StringVar(&f.draftModel, "draft-model", "", "")
+	fs.IntVar(&f.numDraft, "num-draft-tokens", gen.DefaultNumDraftTokens, "")
 	f.kv.register(fs.FlagSet)
 	fs.IntVar(&f.responseStore, "response-store", 256, "")
 	fs.StringVar(&f.apiKey, "api-key", os.Getenv("MLXGO_API_KEY"), "")
@@ -180,6 +189,12 @@ func (c *serveCommand) parse(args []string) (*serveFlags, error) {
 		return nil, usagef("--prompt-cache-bytes, --request-timeout and --response-store must not be negative; --shutdown-grace must be positive")
 	case f.kv.bits > 0 && f.batch > 1:
 		return nil, usagef("--kv-bits cannot be combined with --batch %d: continuous batching does not quantize rows; use --batch 1", f.batch)
+	case f.draftModel != "" && f.batch > 1:
+		return nil, usagef("--draft-model cannot be combined with --batch %d: speculative decoding runs one request at a time, as mlx_lm.server does; use --batch 1", f.batch)
+	case f.draftModel != "" && f.kv.maxKV > 0:
+		return nil, usagef("--draft-model cannot be used with --max-kv-size (speculative decoding trims its caches, and a rotating cache cannot be trimmed once full)")
+	case f.numDraft < 0:
+		return nil, usagef("--num-draft-tokens must be 0 or more")
 	}
 	return f, nil
 }
@@ -252,6 +267,20 @@ func (c *serveCommand) Run(ctx context.Context, args []string) error {
 		if sm, err = server.WithBatch(sm, f.batch); err != nil {
 			return err
 		}
+	}
+	if f.draftModel != "" {
+		d, err := startDraft(f.draftModel, os.Getenv)
+		if err != nil {
+			return err
+		}
+		if err := mlx.Do(func() error { return d.load(t) }); err != nil {
+			return err
+		}
+		defer mlx.Do(d.model.Close)
+		if sm, err = server.WithDraft(sm, d.model, servedModelID(f.draftModel, d.path), d.path, f.numDraft); err != nil {
+			return err
+		}
+		fmt.Fprintf(c.m.Stderr, "mlxgo: speculative decoding with draft model %s, %d tokens per pass\n", d.path, f.numDraft)
 	}
 	if emb != nil {
 		id += " and " + emb.ID

@@ -279,6 +279,7 @@ func (e *engine) finish(j *job, res Result, err error) {
 	e.m.promptTokens.add(float64(res.Stats.PromptTokens + res.CachedTokens))
 	e.m.generatedTokens.add(float64(res.Stats.GeneratedTokens))
 	e.m.cacheHitTokens.add(float64(res.CachedTokens))
+	e.m.spec.add(res.Stats)
 	if res.ActiveMemory > 0 || res.PeakMemory > 0 {
 		e.m.activeMemory.set(float64(res.ActiveMemory))
 		e.m.peakMemory.set(float64(res.PeakMemory))

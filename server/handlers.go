@@ -68,6 +68,9 @@ func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, decode func(
 		return nil, false
 	}
 	p, err := decode(body)
+	if err == nil {
+		p.draft, err = decodeDraftFields(body)
+	}
 	if err != nil {
 		fail(w, err)
 		return nil, false
@@ -103,6 +106,9 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request, p *params, fail e
 	rs.promptTokens = len(ids)
 	rs.sampledFrom = s.resolveSampling(p)
 	o, err := s.options(p, len(ids))
+	if err == nil {
+		err = s.checkDraft(p, &o)
+	}
 	if err != nil {
 		fail(w, err)
 		return nil, nil, false

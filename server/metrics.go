@@ -27,6 +27,7 @@ type metrics struct {
 	cacheBytes      *gauge
 	activeMemory    *gauge
 	peakMemory      *gauge
+	spec            specMetrics // speculative decoding (speculative.go)
 }
 
 func newMetrics() *metrics {
@@ -143,4 +144,5 @@ func (m *metrics) write(w io.Writer) {
 	}
 	m.ttft.write(w, "mlxgo_time_to_first_token_seconds", "Time from admission to the queue until the first token.")
 	m.tokenLatency.write(w, "mlxgo_time_per_output_token_seconds", "Time between consecutive generated tokens.")
+	m.spec.write(w)
 }

@@ -92,6 +92,8 @@ type params struct {
 	// given names the sampling fields the request set itself; the others
 	// take the server's defaults (defaults.go).
 	given map[string]bool
+	// draft is what the request asks of speculative decoding (speculative.go).
+	draft draftRequest
 }
 
 // maxChoices bounds n, as OpenAI does.

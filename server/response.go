@@ -29,6 +29,9 @@ type Composition struct {
 	// format read, the reasoning split, log-probabilities ("" when none).
 	RequestFeatures  string `json:"request_features,omitempty"`
 	FidelityContract string `json:"fidelity_contract"`
+	// Speculative is the acceleration method when a draft model decoded
+	// the request (speculative.go); nil otherwise.
+	Speculative *Speculation `json:"speculative,omitempty"`
 }
 
 type usage struct {
@@ -148,6 +151,7 @@ func (r *response) composition() Composition {
 	c.Sampling = describeSampling(r.p)
 	c.SamplingFrom = r.sampledFrom
 	c.RequestFeatures = r.features
+	c.Speculative = r.speculation()
 	return c
 }
 

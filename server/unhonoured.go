@@ -23,9 +23,7 @@ type unhonouredField struct {
 
 var unhonoured = map[string]unhonouredField{
 	// mlx_lm.server's own fields.
-	"draft_model":      {"speculative decoding is not implemented", isEmptyString},
-	"num_draft_tokens": {"speculative decoding is not implemented", isZero},
-	"role_mapping":     {"prompts are built by the model's chat template only", nil},
+	"role_mapping": {"prompts are built by the model's chat template only", nil},
 	// OpenAI's.
 	"reasoning_effort":    {"the effort cannot be set; turn thinking off with chat_template_kwargs {\"enable_thinking\": false} where the template has it", nil},
 	"verbosity":           {"output verbosity cannot be set", nil},
