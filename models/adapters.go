@@ -217,3 +217,11 @@ func (m *adaptedLM) ForwardRows(tokens *mlx.Array, rows [][]kv.Cache) *mlx.Array
 	defer m.set.Select(nil)
 	return m.lm.ForwardRows(tokens, layers)
 }
+
+// ForwardPadded refuses, so that a padded decode batch can never run
+// adapted rows as the base model: kv.Batch holds the layers' caches only,
+// not the adapter entry, and refuses to take caches that end with one, so
+// gen.Batch decodes adapted rows through ForwardRows.
+func (m *adaptedLM) ForwardPadded(tokens *mlx.Array, caches []kv.Cache) *mlx.Array {
+	return mlx.ErrorArray(errors.New("cannot run rows of an adapted model as one padded batch: their adapters are in their own caches (decode them with ForwardRows)"))
+}
