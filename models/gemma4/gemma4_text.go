@@ -539,13 +539,27 @@ func New(config []byte, w *nn.Weights) (nn.Decoder, error) {
 }
 
 // sanitize is Model.sanitize: rotary tables and activation clipping ranges
-// go, and so do the key/value projections of KV-shared layers. A Hugging
-// Face checkpoint's fused experts (experts.gate_up_proj) are not split here.
+// go, and so do the key/value projections of KV-shared layers; a Hugging
+// Face checkpoint's fused experts (experts.gate_up_proj [E, 2I, H], split in
+// two along axis -2, and experts.down_proj) become switch_glu's.
 func sanitize(w *nn.Weights, layers, first int) error {
 	for l := range layers {
-		if w.Has(fmt.Sprintf("model.layers.%d.experts.gate_up_proj", l)) {
-			return fmt.Errorf("gemma4 experts in the Hugging Face layout (experts.gate_up_proj) are not supported: convert the checkpoint with mlx_lm.convert first")
+		p := fmt.Sprintf("model.layers.%d.experts.", l)
+		if w.Has(p + "gate_up_proj") {
+			w.Split(p+"gate_up_proj", -2, p+"switch_glu.gate_proj.weight", p+"switch_glu.up_proj.weight")
 		}
+		if w.Has(p + "down_proj") {
+			down := p + "down_proj"
+			w.Rename(func(k string) string {
+				if k == down {
+					return p + "switch_glu.down_proj.weight"
+				}
+				return k
+			})
+		}
+	}
+	if err := w.Err(); err != nil {
+		return err
 	}
 	w.Drop(func(k string) bool {
 		for _, s := range []string{"self_attn.rotary_emb", "input_max", "input_min", "output_max", "output_min"} {

@@ -283,7 +283,9 @@ GEMMA4_TEXT = dict(
 ARCHS["gemma4_text"] = GEMMA4_TEXT
 # gemma4_text with the 26B's features instead: a mixture of experts beside
 # the dense MLP (top 2 of 8, gelu experts), K = V on full layers with their
-# own KV heads, no KV sharing, no per-layer inputs, explicit layer_types
+# own KV heads, no KV sharing, no per-layer inputs, explicit layer_types.
+# Both f32 files carry what a Hugging Face checkpoint has and sanitize undoes
+# (gemma4_hf_tensors): fused experts, the KV-shared layers' k/v projections
 ARCHS["gemma4_text_moe"] = dict(
     GEMMA4_TEXT,
     num_hidden_layers=4,
@@ -430,6 +432,8 @@ def build_f32(name: str, config: dict, out: Path, seed: int) -> None:
         add_vision_tensors(out)
     if config["model_type"] in ("qwen3_next", "qwen3_5", "qwen3_5_moe"):
         hf_checkpoint(out, config["model_type"])
+    if name in ("gemma4_text", "gemma4_text_moe"):
+        gemma4_hf_tensors(out, config)
 
 
 def add_vision_tensors(out: Path) -> None:
@@ -479,6 +483,33 @@ def hf_checkpoint(out: Path, model_type: str) -> None:
     if model_type != "qwen3_next":
         weights["model.visual.blocks.0.attn.qkv.weight"] = mx.zeros((48, 16))
     weights["mtp.fc.weight"] = mx.zeros((64, 128))
+    mx.save_safetensors(str(path), weights, metadata={"format": "mlx"})
+    index = json.loads((out / "model.safetensors.index.json").read_text())
+    index["weight_map"] = {k: "model.safetensors" for k in sorted(weights)}
+    (out / "model.safetensors.index.json").write_text(json.dumps(index, indent=4))
+
+
+def gemma4_hf_tensors(out: Path, config: dict) -> None:
+    """What a Hugging Face Gemma 4 checkpoint has that mlx-lm's sanitize
+    undoes: the experts fused as experts.gate_up_proj [E, 2I, H] and
+    experts.down_proj, k/v projections and k norms on the KV-shared layers,
+    rotary tables and activation clipping ranges (all dropped)."""
+    path = out / "model.safetensors"
+    weights = mx.load(str(path))
+    for k in [k for k in weights if k.endswith(".experts.switch_glu.gate_proj.weight")]:
+        p = k.removesuffix("switch_glu.gate_proj.weight")
+        gate = weights.pop(k)
+        up = weights.pop(p + "switch_glu.up_proj.weight")
+        weights[p + "gate_up_proj"] = mx.concatenate([gate, up], axis=-2)
+        weights[p + "down_proj"] = weights.pop(p + "switch_glu.down_proj.weight")
+    hidden, kv = config["hidden_size"], config["num_key_value_heads"] * config["head_dim"]
+    for i in range(config["num_hidden_layers"] - config["num_kv_shared_layers"], config["num_hidden_layers"]):
+        p = f"model.layers.{i}.self_attn."
+        weights[p + "k_proj.weight"] = mx.zeros((kv, hidden))
+        weights[p + "v_proj.weight"] = mx.zeros((kv, hidden))
+        weights[p + "k_norm.weight"] = mx.zeros((config["head_dim"],))
+    weights["model.layers.0.self_attn.rotary_emb.inv_freq"] = mx.zeros((8,))
+    weights["model.layers.0.mlp.gate_proj.input_max"] = mx.zeros((1,))
     mx.save_safetensors(str(path), weights, metadata={"format": "mlx"})
     index = json.loads((out / "model.safetensors.index.json").read_text())
     index["weight_map"] = {k: "model.safetensors" for k in sorted(weights)}
