@@ -9,6 +9,7 @@
 #   l1       the L1 suite's tiny models: mlx-lm's logits on the GPU (logits.py --suite),
 #            then mlxgo's TestL1 against them (models.test), MLX_ENABLE_TF32=0 in both
 #            (L1_ORACLE_FLAGS=--no-checks skips the oracle's rerun and no-compile runs)
+#   big1b    only make the Llama-3.2-1B-shaped models (bench1b makes them too)
 #   bench1b  mlxgo generate vs mlx-lm, alternating (bench.py), Llama-3.2-1B shape bf16 + q4g64
 #   bench8b  the same for the Llama-3.1-8B shape
 #   benchserve mlxgo serve --batch N against mlx_lm.server --decode-concurrency N (its
@@ -102,9 +103,12 @@ bench_one() { # model-dir rounds
 	return $rc
 }
 
-stage_bench1b() {
-	[ -d "$W/big/llama1b-q4g64" ] || { "$PY" testdata/gpu/make_big.py --out "$W/big" --tokenizer "$W/tok/llama3_1" 1b || return 1; }
+stage_big1b() {
+	[ -d "$W/big/llama1b-q4g64" ] || "$PY" testdata/gpu/make_big.py --out "$W/big" --tokenizer "$W/tok/llama3_1" 1b
+}
 
+stage_bench1b() {
+	stage_big1b || return 1
 	bench_one "$W/big/llama1b-bf16" 3; bench_one "$W/big/llama1b-q4g64" 3
 }
 
