@@ -68,7 +68,21 @@ func (r *SpecRunner) Add(ctx context.Context, prompt []int32, o gen.Options, see
 	}
 	return mlx.Do(func() error {
 		o.KV, o.QuantizedKVStart = r.plain.KV, r.plain.QuantizedKVStart
-		s, err := gen.NewSpeculative(ctx, r.plain.Model, gen.Draft{Model: r.Draft, NumDraftTokens: k}, prompt, o, seed, emit)
+		// A request's adapter (adapters.go) is the target's view; the
+		// draft runs as loaded, as mlx_lm.server's does.
+		var target gen.Model = r.plain.Model
+		if name := adapterFrom(ctx); name != "" {
+			a, ok := r.plain.Model.(models.Adapted)
+			if !ok {
+				return fmt.Errorf("cannot run adapter %s: the model was loaded without adapters", name)
+			}
+			v, err := a.WithAdapter(name)
+			if err != nil {
+				return err
+			}
+			target = v
+		}
+		s, err := gen.NewSpeculative(ctx, target, gen.Draft{Model: r.Draft, NumDraftTokens: k}, prompt, o, seed, emit)
 		if err != nil {
 			return err
 		}

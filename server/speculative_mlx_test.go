@@ -4,14 +4,20 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/mlxgo/mlxgo/gen"
+	"github.com/mlxgo/mlxgo/internal/testenv"
+	"github.com/mlxgo/mlxgo/mlx"
+	"github.com/mlxgo/mlxgo/models"
 )
 
 type specReply struct {
@@ -176,5 +182,44 @@ func TestWithDraftRefusesBatch(t *testing.T) {
 	}
 	if _, err := WithDraft(batched, m, "d", "d", 3); err == nil || !strings.Contains(err.Error(), "--batch 4") {
 		t.Fatalf("got %v, want an error naming --batch 4", err)
+	}
+}
+
+// TestSpeculativeServeAdapters: a request's adapter applies to the target
+// of speculative decoding (the draft runs as loaded, as in mlx_lm.server):
+// its greedy text is the one the plain server gives with that adapter.
+func TestSpeculativeServeAdapters(t *testing.T) {
+	_, tk := smollm2(t)
+	oracle := filepath.Join(testenv.RepoRoot(), ".cache", "oracle")
+	if d := os.Getenv("MLXGO_ORACLE_DIR"); d != "" {
+		oracle = d
+	}
+	const a = "llama-all-last1"
+	prompt, _ := loraFixture(t, oracle, "llama-f32+"+a)
+	var m, draft models.Model
+	if err := mlx.Do(func() (err error) {
+		if m, err = models.Load(filepath.Join(oracle, "models", "llama-f32"), models.LoadOptions{Adapters: []models.Adapter{{Name: a, Path: filepath.Join(oracle, "lora", "adapters", a)}}}); err != nil {
+			return err
+		}
+		draft, err = models.Load(filepath.Join(oracle, "models", "llama-q4g64"), models.LoadOptions{})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mlx.Do(m.Close); mlx.Do(draft.Close) })
+	specModel, err := WithDraft(NewMLXModel(m, tk, "tiny", "test", 0), draft, "q4", "q4", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, _ := startServer(t, Config{Model: specModel})
+	plain, _ := startServer(t, Config{Model: NewMLXModel(m, tk, "tiny", "test", 0)})
+	ids, _ := json.Marshal(prompt)
+	for _, extra := range []string{``, `,"adapters":"` + a + `"`} {
+		body := fmt.Sprintf(`{"prompt":%s,"max_tokens":12,"temperature":0%s}`, ids, extra)
+		_, want := postSpec(t, plain+"/v1/completions", body)
+		status, got := postSpec(t, spec+"/v1/completions", body)
+		if status != 200 || got.XMLXGO.Speculative == nil || got.Choices[0].Text != want.Choices[0].Text {
+			t.Fatalf("%s: %d %q, want the plain server's %q", extra, status, got.Choices[0].Text, want.Choices[0].Text)
+		}
 	}
 }
