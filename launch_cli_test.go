@@ -181,6 +181,8 @@ func TestLaunchErrors(t *testing.T) {
 	os.WriteFile(bad, []byte(`[{"ips": ["10.0.0.1"]}]`), 0o600)
 	unreachable := filepath.Join(dir, "unreachable.json")
 	os.WriteFile(unreachable, []byte(`[{"ssh": "127.0.0.1", "ips": ["127.0.0.1"]}, {"ssh": "mlxgo-no-such-host.invalid", "ips": ["127.0.0.1"]}]`), 0o600)
+	lonely := filepath.Join(dir, "lonely.json")
+	os.WriteFile(lonely, []byte(fmt.Sprintf(`[["127.0.0.1:%d"],["127.0.0.1:%d"]]`, port+1, port)), 0o600)
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -197,10 +199,17 @@ func TestLaunchErrors(t *testing.T) {
 			"mlxgo: error: rank failed: rank 1 exited with status 255; stopped the other ranks"},
 		{"shard alone", []string{"generate", "--shard", "tensor", "-m", filepath.Join(oracleDir(), "models", "llama-f32"), "-p", "x"}, 1,
 			"cannot join the distributed group (start the ranks with mlxgo launch): mlx: distributed_init: [distributed] Couldn't initialize any backend"},
+		// rank 1's address is taken by a listener that never answers: MLX's ring
+		// would wait for it forever.
+		{"peer never connects", []string{"generate", "--shard", "tensor", "-m", filepath.Join(oracleDir(), "models", "llama-f32"), "-p", "x"}, 1,
+			"mlxgo: error: rank 0: the other ranks did not connect within 2s (ring backend)"},
 		{"shard kind", []string{"generate", "--shard", "rows", "-p", "x"}, 2, `mlxgo: error: generate: invalid value "rows" for flag -shard: want tensor or none`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := exec.Command(bin, tc.args...)
+			if tc.name == "peer never connects" {
+				cmd.Env = append(os.Environ(), "MLX_RANK=0", "MLX_HOSTFILE="+lonely, "MLXGO_BACKEND=ring", "MLXGO_JOIN_TIMEOUT=2s")
+			}
 			var stderr strings.Builder
 			cmd.Stderr = &stderr
 			done := make(chan error, 1)

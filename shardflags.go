@@ -6,6 +6,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"time"
 
 	"github.com/mlxgo/mlxgo/mlx"
 	"github.com/mlxgo/mlxgo/models"
@@ -70,13 +71,30 @@ func distributedBackend() string {
 	return "any"
 }
 
+// joinTimeout bounds the wait for the group to form: $MLXGO_JOIN_TIMEOUT
+// (a Go duration), 60 s by default.
+func joinTimeout() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv("MLXGO_JOIN_TIMEOUT")); err == nil && d > 0 {
+		return d
+	}
+	return 60 * time.Second
+}
+
 // load is models.Load, or with --shard this rank's shard of the model (on
 // the executor).
 func (s *shardFlags) load(path string, opts models.LoadOptions) (models.Model, error) {
 	if !s.on() {
 		return models.Load(path, opts)
 	}
+	// MLX's ring waits for its peers without a deadline, and a native call
+	// cannot be interrupted: a peer that never connects ends the process.
+	watchdog := time.AfterFunc(joinTimeout(), func() {
+		fmt.Fprintf(os.Stderr, "mlxgo: error: rank %s: the other ranks did not connect within %v (%s backend); check the hostfile's addresses and ports\n",
+			os.Getenv("MLX_RANK"), joinTimeout(), distributedBackend())
+		os.Exit(1)
+	})
 	g, err := mlx.InitDistributed(true, distributedBackend())
+	watchdog.Stop()
 	if err != nil {
 		return nil, fmt.Errorf("cannot join the distributed group (start the ranks with mlxgo launch): %w", err)
 	}
