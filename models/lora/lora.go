@@ -212,6 +212,9 @@ func (a *Adapter) check() error {
 			leaf = ""
 		}
 		r := a.Config.Rank
+		if (leaf == "lora_a" || leaf == "lora_b") && len(t.Shape) == 3 {
+			return fmt.Errorf("%s: %s is a mixture-of-experts layer's update (mlx-lm's LoRASwitchLinear), which mlxgo does not apply", WeightsFile, t.Name)
+		}
 		var ok bool
 		switch leaf {
 		case "lora_a":

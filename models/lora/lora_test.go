@@ -99,6 +99,7 @@ func TestOpenRefuses(t *testing.T) {
 		{"no weights", cfg, nil, "adapters.safetensors"},
 		{"not a parameter", cfg, append(header(`{"model.layers.0.self_attn.q_proj.weight":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}`), 0, 0, 0, 0), "is not an adapter parameter"},
 		{"wrong rank", cfg, append(header(`{"model.layers.0.self_attn.q_proj.lora_a":{"dtype":"F32","shape":[1,2],"data_offsets":[0,8]}}`), make([]byte, 8)...), "does not fit rank 4"},
+		{"switch layer", cfg, append(header(`{"model.layers.0.mlp.switch_mlp.gate_proj.lora_a":{"dtype":"F32","shape":[2,4,1],"data_offsets":[0,32]}}`), make([]byte, 32)...), "LoRASwitchLinear"},
 		{"m without dora", cfg, append(header(`{"model.layers.0.self_attn.q_proj.m":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}`), 0, 0, 0, 0), "DoRA magnitude"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
