@@ -332,6 +332,14 @@ bench: venv build native-install
 	  --prompt-tokens $(BENCH_PROMPT) --max-tokens $(BENCH_TOKENS) --bandwidth --json $(CACHE)/bench/$(notdir $(BENCH_MODEL)).json \
 	  --b-cmd './mlxgo generate -m {model} --raw --temp 0 --ignore-eos --max-tokens {max_tokens} --json-stats < {prompt_file}'
 
+# LoRA adapters: decode tok/s of mlxgo generate with no adapter, --adapter-path and --fuse-adapter against
+# mlx-lm's stream_generate with the same adapter loaded and fused, alternating rounds, medians, ratios
+# (models/testdata/oracle/bench_lora.py; the adapter is lora.py's SmolLM2 one).
+.PHONY: bench-lora
+bench-lora: venv build native-install oracle
+	$(PY) models/testdata/oracle/bench_lora.py --model $(ORACLE)/models/smollm2-q4_1 --adapter $(ORACLE)/lora/adapters/smollm2-chat \
+	  --rounds $(BENCH_ROUNDS) --json $(CACHE)/bench/lora.json
+
 # mlxgo generate against llama.cpp (PyPI llama-cpp-python, built here with GGML_NATIVE=ON) on the same GGUF files
 # (SmolLM2 Q4_1 and a Q8_0 made from it by llama.cpp's quantize), the same 512-token prompt ids and settings:
 # alternating rounds, medians, ratios, cores busy, bandwidth ceiling; also --kernels mlx, a 4096-token prefill and
