@@ -255,6 +255,13 @@ $(ORACLE)/models/llama1b-q4g64/config.json: $(VENV)/.stamp $(DATA)/tokenizers/ll
 bench-1b: oracle-big
 	$(MAKE) bench BENCH_MODEL=$(ORACLE)/models/llama1b-bf16 BENCH_PROMPT=64 BENCH_TOKENS=16 BENCH_ROUNDS=2
 
+# The Qwen3.5-shaped hybrid (models/testdata/oracle/make_bench_qwen3_5.py: 8 layers of Qwen3.5's small
+# widths, Qwen3's tokenizer, 4-bit): its Gated DeltaNet prefill is a loop over the tokens on the CPU.
+.PHONY: bench-qwen3_5
+bench-qwen3_5: venv data-tok
+	test -f $(ORACLE)/models/qwen3_5-bench-q4g64/config.json || $(PY) models/testdata/oracle/make_bench_qwen3_5.py
+	$(MAKE) bench BENCH_MODEL=$(ORACLE)/models/qwen3_5-bench-q4g64 BENCH_PROMPT=128 BENCH_TOKENS=48 BENCH_ROUNDS=2
+
 # Gemma 4 E2B's widths over 10 layers (4 KV-shared), 4-bit, with the Gemma 3 tokenizer: `make bench`
 # on a new architecture's shape (benchmarks only; make_tiny.py GEMMA4_BENCH says why not 35 layers).
 .PHONY: bench-gemma4
