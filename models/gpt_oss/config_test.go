@@ -1,6 +1,13 @@
 package gpt_oss
 
-import "testing"
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/mlxgo/mlxgo/internal/mlxtest"
+	"github.com/mlxgo/mlxgo/models/nn"
+)
 
 // TestParseDefaults: ModelArgs' defaults (gpt-oss-20b's sizes but 36 layers),
 // layers alternating sliding and full from the first.
@@ -43,5 +50,21 @@ func FuzzParse(f *testing.F) {
 		if len(s.types) != s.layers || s.types[s.swaIdx] != "sliding_attention" || s.types[s.gaIdx] != "full_attention" {
 			t.Fatalf("inconsistent spec: %+v", s)
 		}
+	})
+}
+
+// TestHuggingFaceLayoutRefused: the unconverted checkpoint (interleaved
+// experts.gate_up_proj, mxfp4 _blocks) is refused by name, before any
+// weight is read, with the way out.
+func TestHuggingFaceLayoutRefused(t *testing.T) {
+	mlxtest.Do(t, func() error {
+		for _, name := range []string{"model.layers.0.mlp.experts.gate_up_proj", "model.layers.0.mlp.experts.gate_up_proj_blocks"} {
+			w := nn.NewWeights(map[string]nn.Tensor{name: {Shape: []int{8, 128, 64}, Dtype: "bfloat16"}}, nil)
+			_, err := New([]byte(`{"num_hidden_layers":2,"hidden_size":64,"num_local_experts":8}`), w)
+			if err == nil || !strings.Contains(err.Error(), "mlx_lm.convert") {
+				return fmt.Errorf("%s: error %v, want the Hugging Face layout refused", name, err)
+			}
+		}
+		return nil
 	})
 }
