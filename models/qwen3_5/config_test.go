@@ -48,6 +48,7 @@ func TestParse(t *testing.T) {
 	}
 	for _, bad := range []string{
 		`{"text_config":[]}`,
+		`{"text_config":null}`,
 		`{"text_config":{"num_attention_heads":0}}`,
 		`{"text_config":{"rope_parameters":{"rope_theta":"x"}}}`,
 	} {

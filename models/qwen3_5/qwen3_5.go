@@ -74,6 +74,9 @@ func textConfig(config []byte) ([]byte, error) {
 		return nil, fmt.Errorf("cannot parse config.json: %w", err)
 	}
 	if tc, ok := top["text_config"]; ok {
+		if string(tc) == "null" {
+			return nil, fmt.Errorf("text_config is null") // TextModelArgs.from_dict(None) fails too
+		}
 		return tc, nil
 	}
 	return config, nil
