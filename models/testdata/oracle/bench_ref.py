@@ -69,11 +69,15 @@ def cast_model(model, dtype):
 
 
 def kv_bytes_per_token(model, dtype_size: int) -> int:
-    args = model.args
-    heads = getattr(args, "num_attention_heads")
-    kv_heads = getattr(args, "num_key_value_heads", None) or heads
-    head_dim = getattr(args, "head_dim", None) or args.hidden_size // heads
-    return 2 * args.num_hidden_layers * kv_heads * head_dim * dtype_size
+    args = vars(model.args)
+    if isinstance(args.get("text_config"), dict):  # a multimodal wrapper (qwen3_5, gemma3): its language model's
+        args = args["text_config"]
+    heads = args["num_attention_heads"]
+    kv_heads = args.get("num_key_value_heads") or heads
+    head_dim = args.get("head_dim") or args["hidden_size"] // heads
+    # a hybrid's linear-attention layers (is_linear) keep a fixed-size state, no K and V
+    layers = sum(1 for layer in model.layers if not getattr(layer, "is_linear", False))
+    return 2 * layers * kv_heads * head_dim * dtype_size
 
 
 def main() -> int:
