@@ -259,7 +259,8 @@ func sanitize(c *textArgs, w *nn.Weights, moe bool) bool {
 	w.Drop(func(n string) bool { return strings.Contains(n, "mtp.") })
 	// nn.Head takes the output projection as lm_head.
 	w.Rename(func(n string) string {
-		if strings.HasPrefix(n, "language_model.lm_head.") {
+		// (the tensors and the quantization's module entry)
+		if n == "language_model.lm_head" || strings.HasPrefix(n, "language_model.lm_head.") {
 			return strings.TrimPrefix(n, "language_model.")
 		}
 		return n

@@ -347,8 +347,9 @@ VARIANTS = {
     # quantize_model takes the MoE quant_predicate: router and shared-expert
     # gate 8-bit; bf16 MoE stops at gather_mm on the CPU, as for qwen3_moe
     "qwen3_next": [("bf16", "bfloat16", None), ("q4g64", "bfloat16", (64, 4))],
-    "qwen3_5": [("bf16", "bfloat16", None), ("q4g64", "bfloat16", (64, 4)), ("q4g32", "bfloat16", (32, 4))],
-    "qwen3_5_moe": [("q4g64", "bfloat16", (64, 4))],
+    "qwen3_5": [("bf16", "bfloat16", None), ("q4g64", "bfloat16", (64, 4)), ("q4g32", "bfloat16", (32, 4)),
+                ("mixed36", "bfloat16", "mixed_3_6")],
+    "qwen3_5_moe": [("q4g64", "bfloat16", (64, 4)), ("mixed36", "bfloat16", "mixed_3_6")],
 }
 
 # Llama-3.2-1B's shape (benchmarks only; ~2.5 GB in bf16).
