@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"sort"
 	"strings"
 
 	"github.com/mlxgo/mlxgo/mlx"
@@ -11,75 +12,35 @@ import (
 	"github.com/mlxgo/mlxgo/models/nn"
 )
 
-// ggufArch is what one GGUF architecture needs beyond the common keys: its
-// model_type, the GGUF block tensor names → mlx-lm module paths (what
-// llama.cpp's converter renamed them from), and its own config keys.
-type ggufArch struct {
-	modelType string
-	layer     map[string]string
-	config    func(f *gguf.File, arch string, c *Config) error
-	// float32: widen the token embedding's float16 scales (exactly) so the
-	// activations are float32 rather than float16.
-	float32 bool
-}
-
-var ggufLlamaLayer = map[string]string{
-	"attn_norm":   "input_layernorm",
-	"ffn_norm":    "post_attention_layernorm",
-	"attn_q":      "self_attn.q_proj",
-	"attn_k":      "self_attn.k_proj",
-	"attn_v":      "self_attn.v_proj",
-	"attn_output": "self_attn.o_proj",
-	"ffn_gate":    "mlp.gate_proj",
-	"ffn_up":      "mlp.up_proj",
-	"ffn_down":    "mlp.down_proj",
-}
-
-// with is ggufLlamaLayer with entries replaced or added.
-func with(extra map[string]string) map[string]string {
-	m := map[string]string{}
-	for k, v := range ggufLlamaLayer {
-		m[k] = v
-	}
-	for k, v := range extra {
-		m[k] = v
-	}
-	return m
-}
-
-var ggufArchs = map[string]ggufArch{
-	"llama": {modelType: "llama", layer: ggufLlamaLayer, config: ggufLlamaConfig},
-	"qwen2": {modelType: "qwen2", layer: ggufLlamaLayer, config: ggufQwen2Config},
-	"qwen3": {modelType: "qwen3", layer: with(map[string]string{
-		"attn_q_norm": "self_attn.q_norm", "attn_k_norm": "self_attn.k_norm"}), config: ggufQwen3Config},
-	// Gemma 3's sandwich norms: llama.cpp calls the norm before the MLP
-	// ffn_norm and the ones after attention and MLP post_*_norm.
-	"gemma3": {modelType: "gemma3_text", layer: with(map[string]string{
-		"ffn_norm":            "pre_feedforward_layernorm",
-		"post_attention_norm": "post_attention_layernorm",
-		"post_ffw_norm":       "post_feedforward_layernorm",
-		"attn_q_norm":         "self_attn.q_norm", "attn_k_norm": "self_attn.k_norm"}), config: ggufGemma3Config,
-		// In float16 Gemma 3's residual stream is clipped to ±65504 at every
-		// layer (mlx-lm's clip_residual) and rounded to 11 bits; llama.cpp
-		// keeps it in float32. Measured on Gemma 3 270M against llama.cpp:
-		// mean |Δlogit| 0.50 in float16, 0.25 in float32 (README).
-		float32: true},
-}
-
 var ggufTopNames = map[string]string{"token_embd": "model.embed_tokens", "output_norm": "model.norm", "output": "lm_head"}
 
 // GGUFArchitectures lists the general.architecture values Load reads.
-func GGUFArchitectures() []string { return []string{"gemma3", "llama", "qwen2", "qwen3"} }
+func GGUFArchitectures() []string {
+	out := make([]string, 0, len(ggufArchs))
+	for k := range ggufArchs {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
 
-// ggufConfig is the HF-style config of a GGUF file, from its metadata.
+// ggufConfig is the HF-style config of a GGUF file, from its metadata: the
+// keys every architecture shares here, the rest from its package's
+// nn.GGUF.Config. The config.json bytes are what the architecture's
+// Builder reads.
 func ggufConfig(f *gguf.File) (*Config, error) {
+	c, _, err := ggufConfigJSON(f)
+	return c, err
+}
+
+func ggufConfigJSON(f *gguf.File) (*Config, []byte, error) {
 	arch := f.Architecture()
 	a, ok := ggufArchs[arch]
 	if !ok {
-		return nil, fmt.Errorf("%w %q in GGUF: supported GGUF architectures are %s", ErrUnsupportedModel, arch,
+		return nil, nil, fmt.Errorf("%w %q in GGUF: supported GGUF architectures are %s", ErrUnsupportedModel, arch,
 			strings.Join(GGUFArchitectures(), ", "))
 	}
-	c := &Config{ModelType: a.modelType}
+	c := &Config{ModelType: a.ModelType}
 	var err error
 	for _, p := range []struct {
 		key string
@@ -89,7 +50,7 @@ func ggufConfig(f *gguf.File) (*Config, error) {
 		{"feed_forward_length", &c.IntermediateSize}, {"attention.head_count", &c.NumAttentionHeads},
 	} {
 		if *p.dst, err = ggufNum(f, arch, p.key); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	kvh, err := ggufNum(f, arch, "attention.head_count_kv")
@@ -99,7 +60,7 @@ func ggufConfig(f *gguf.File) (*Config, error) {
 	c.NumKeyValueHeads = &kvh
 	eps, ok := f.Float(arch + ".attention.layer_norm_rms_epsilon")
 	if !ok {
-		return nil, fmt.Errorf("GGUF metadata %s.attention.layer_norm_rms_epsilon is missing", arch)
+		return nil, nil, fmt.Errorf("GGUF metadata %s.attention.layer_norm_rms_epsilon is missing", arch)
 	}
 	c.RMSNormEps = &eps
 	if theta, ok := f.Float(arch + ".rope.freq_base"); ok {
@@ -121,12 +82,35 @@ func ggufConfig(f *gguf.File) (*Config, error) {
 		c.EOSTokenID = TokenIDs{int(eos)}
 	}
 	if err := ggufRopeScaling(f, arch, c); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if err := a.config(f, arch, c); err != nil {
-		return nil, err
+	extra, err := a.Config(nn.GGUFMeta{File: f, Arch: arch}, nn.GGUFHeader{
+		HiddenSize: c.HiddenSize, NumHiddenLayers: c.NumHiddenLayers, NumAttentionHeads: c.NumAttentionHeads,
+		HasContextLength: c.MaxPositionEmbeddings != nil, HasRopeTheta: c.RopeTheta != nil})
+	if err != nil {
+		return nil, nil, err
 	}
-	return c, c.validate()
+	// The shared keys and the architecture's, as one config.json.
+	shared, err := json.Marshal(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	keys := map[string]any{}
+	if err := json.Unmarshal(shared, &keys); err != nil {
+		return nil, nil, err
+	}
+	for k, v := range extra {
+		keys[k] = v
+	}
+	config, err := json.Marshal(keys)
+	if err != nil {
+		return nil, nil, err
+	}
+	c = &Config{}
+	if err := json.Unmarshal(config, c); err != nil {
+		return nil, nil, err
+	}
+	return c, config, c.validate()
 }
 
 func ggufNum(f *gguf.File, arch, key string) (int, error) {
@@ -135,31 +119,6 @@ func ggufNum(f *gguf.File, arch, key string) (int, error) {
 		return 0, fmt.Errorf("GGUF metadata %s.%s is missing or out of range", arch, key)
 	}
 	return int(v), nil
-}
-
-// ggufHeadDim is attention.key_length, checked against value_length (the
-// supported architectures have one head dimension), else hidden/heads.
-func ggufHeadDim(f *gguf.File, arch string, c *Config) (int, error) {
-	k, err := ggufNum(f, arch, "attention.key_length")
-	if err != nil {
-		if c.HiddenSize%c.NumAttentionHeads != 0 {
-			return 0, fmt.Errorf("embedding_length %d is not a multiple of head_count %d", c.HiddenSize, c.NumAttentionHeads)
-		}
-		return c.HiddenSize / c.NumAttentionHeads, nil
-	}
-	if v, err := ggufNum(f, arch, "attention.value_length"); err == nil && v != k {
-		return 0, fmt.Errorf("attention key_length %d differs from value_length %d", k, v)
-	}
-	return k, nil
-}
-
-// ggufFullRope refuses partial rotary embeddings, which no supported
-// architecture has.
-func ggufFullRope(f *gguf.File, arch string, headDim int) error {
-	if rd, ok := f.Int(arch + ".rope.dimension_count"); ok && int(rd) != headDim {
-		return fmt.Errorf("partial rotary embeddings (rope dims %d, head dim %d) are not supported", rd, headDim)
-	}
-	return nil
 }
 
 // ggufRopeScaling maps rope.scaling.type/factor (linear only; yarn and the
@@ -180,100 +139,23 @@ func ggufRopeScaling(f *gguf.File, arch string, c *Config) error {
 	return nil
 }
 
-func ggufLlamaConfig(f *gguf.File, arch string, c *Config) error {
-	if c.HiddenSize%c.NumAttentionHeads != 0 {
-		return fmt.Errorf("embedding_length %d is not a multiple of head_count %d", c.HiddenSize, c.NumAttentionHeads)
-	}
-	if err := ggufFullRope(f, arch, c.HiddenSize/c.NumAttentionHeads); err != nil {
-		return err
-	}
-	if _, ok := f.Tensor("rope_freqs.weight"); ok {
-		return fmt.Errorf("GGUF rope_freqs (Llama 3.1 rope scaling) is not supported; use the safetensors model")
-	}
-	if c.RopeTheta == nil {
-		theta := 10000.0
-		c.RopeTheta = &theta
-	}
-	return nil
-}
-
-// ggufQwen2Config: qwen2 has q/k/v biases (tensors attn_q.bias…) and head
-// dim hidden/heads; llama.cpp's converter leaves its q/k rows unpermuted.
-func ggufQwen2Config(f *gguf.File, arch string, c *Config) error {
-	if c.HiddenSize%c.NumAttentionHeads != 0 {
-		return fmt.Errorf("embedding_length %d is not a multiple of head_count %d", c.HiddenSize, c.NumAttentionHeads)
-	}
-	return ggufFullRope(f, arch, c.HiddenSize/c.NumAttentionHeads)
-}
-
-// ggufQwen3Config: an explicit head dim (key_length), q/k norms.
-func ggufQwen3Config(f *gguf.File, arch string, c *Config) error {
-	hd, err := ggufHeadDim(f, arch, c)
-	if err != nil {
-		return err
-	}
-	c.HeadDim = &hd
-	if c.MaxPositionEmbeddings == nil {
-		return fmt.Errorf("GGUF metadata %s.context_length is missing", arch)
-	}
-	if c.RopeTheta == nil {
-		return fmt.Errorf("GGUF metadata %s.rope.freq_base is missing", arch)
-	}
-	return ggufFullRope(f, arch, hd)
-}
-
-// ggufGemma3Config follows what llama.cpp (src/llama-model.cpp) assumes for
-// gemma3, since the GGUF keys do not carry it: every 6th layer global
-// (unless attention.sliding_window_pattern says otherwise), local rope base
-// 10000, and queries scaled by 1/sqrt(key_length), except the 62-layer 27B
-// whose query_pre_attn_scalar is hidden/heads. (The converter stores the
-// norms as 1 + weight: models/gemma3 reads Weights.GGUF.)
-func ggufGemma3Config(f *gguf.File, arch string, c *Config) error {
-	hd, err := ggufHeadDim(f, arch, c)
-	if err != nil {
-		return err
-	}
-	c.HeadDim = &hd
-	if err := ggufFullRope(f, arch, hd); err != nil {
-		return err
-	}
-	window, err := ggufNum(f, arch, "attention.sliding_window")
-	if err != nil {
-		return err
-	}
-	c.SlidingWindow = &window
-	pattern := 6
-	if p, ok := f.Int(arch + ".attention.sliding_window_pattern"); ok && p > 0 && p <= maxLayers {
-		pattern = int(p)
-	}
-	c.SlidingWindowPattern = &pattern
-	local := 10000.0
-	c.RopeLocalBaseFreq = &local
-	scalar := float64(hd)
-	if c.NumHiddenLayers == 62 {
-		scalar = float64(c.HiddenSize / c.NumAttentionHeads)
-	}
-	c.QueryPreAttnScalar = &scalar
-	return nil
-}
-
 // ggufName maps a GGUF tensor name to a module path plus the parameter
 // (weight or bias), and the GGUF block tensor kind (attn_q …).
-func ggufName(a ggufArch, name string) (path, kind string, err error) {
+func ggufName(a nn.GGUF, name string) (path, kind string, err error) {
 	base, param, ok := cutLast(name, ".")
 	if !ok || (param != "weight" && param != "bias") {
-		return "", "", fmt.Errorf("cannot map GGUF tensor %s to a %s module", name, a.modelType)
+		return "", "", fmt.Errorf("cannot map GGUF tensor %s to a %s module", name, a.ModelType)
 	}
 	if p, ok := ggufTopNames[base]; ok {
 		return p + "." + param, base, nil
 	}
 	parts := strings.SplitN(base, ".", 3)
 	if len(parts) == 3 && parts[0] == "blk" {
-		if m, ok := a.layer[parts[2]]; ok {
+		if m, ok := a.Layer[parts[2]]; ok {
 			return "model.layers." + parts[1] + "." + m + "." + param, parts[2], nil
 		}
 	}
-	return "", "", fmt.Errorf("cannot map GGUF tensor %s to a %s module", name, a.modelType)
+	return "", "", fmt.Errorf("cannot map GGUF tensor %s to a %s module", name, a.ModelType)
 }
 
 func cutLast(s, sep string) (string, string, bool) {
@@ -295,7 +177,7 @@ func loadGGUF(path string, opts LoadOptions) (Model, error) {
 			return nil, fmt.Errorf("cannot load GGUF model %s: %w", path, err)
 		}
 	}
-	cfg, err := ggufConfig(f)
+	cfg, config, err := ggufConfigJSON(f)
 	if err != nil {
 		return nil, fmt.Errorf("cannot load GGUF model %s: %w", path, err)
 	}
@@ -309,9 +191,9 @@ func loadGGUF(path string, opts LoadOptions) (Model, error) {
 		}
 		mod, param, _ := cutLast(name, ".")
 		heads := 0
-		// llama.cpp permutes the q/k rows of llama-architecture files only
-		// (convert_hf_to_gguf.py LlamaModel); qwen and gemma are as in HF.
-		if f.Architecture() == "llama" && param == "weight" {
+		// llama.cpp permutes the q/k rows of some architectures only
+		// (convert_hf_to_gguf.py LlamaModel); the others are as in HF.
+		if arch.PermutedQK && param == "weight" {
 			switch kind {
 			case "attn_q":
 				heads = cfg.NumAttentionHeads
@@ -319,7 +201,7 @@ func loadGGUF(path string, opts LoadOptions) (Model, error) {
 				heads = cfg.kvHeads()
 			}
 		}
-		lt := &lazyGGUF{f: f, name: ti.Name, heads: heads, widen: arch.float32 && kind == "token_embd"}
+		lt := &lazyGGUF{f: f, name: ti.Name, heads: heads, widen: arch.Float32 && kind == "token_embd"}
 		shape := ti.Shape()
 		if bits, ok := gguf.AffineBits(ti.Type); ok && param == "weight" {
 			if len(shape) != 2 || shape[1]%32 != 0 {
@@ -350,10 +232,6 @@ func loadGGUF(path string, opts LoadOptions) (Model, error) {
 		}
 	}
 	// The architecture reads the metadata as the config.json it stands for.
-	config, err := json.Marshal(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("cannot load GGUF model %s: %w", path, err)
-	}
 	cfg.Quantization = q
 	w := nn.NewWeights(src, q)
 	w.GGUF = true

@@ -44,6 +44,16 @@ var architectures = map[string]nn.Builder{
 	"qwen3_5_moe": qwen3_5.NewMoE,
 }
 
+// ggufArchs maps a GGUF file's general.architecture (llama.cpp's name) to
+// its architecture package's reading of it (nn.GGUF); the model_type it
+// names is built by architectures above.
+var ggufArchs = map[string]nn.GGUF{
+	"gemma3": gemma3.GGUF,
+	"llama":  llama.GGUF,
+	"qwen2":  qwen2.GGUF,
+	"qwen3":  qwen3.GGUF,
+}
+
 // textConfigs maps the model_type of a multimodal wrapper to its language
 // model's config.json (text_config as the wrapper's ModelArgs completes
 // it), which ParseConfig reads the sizes from.
