@@ -62,6 +62,15 @@ def ref(args) -> int:
     return 0
 
 
+def mlx_launch(py: str) -> list:
+    """mlx.launch: the venv's script, else its entry point run by this python
+    (a pip --target install has no scripts on the path)."""
+    script = Path(py).parent / "mlx.launch"
+    if script.exists():
+        return [str(script)]
+    return [py, "-c", "import sys; from mlx._distributed_utils.launch import main; sys.argv[0] = 'mlx.launch'; sys.exit(main())"]
+
+
 def last_json(stderr: str) -> dict:
     for line in reversed(stderr.splitlines()):
         if line.startswith("{"):
@@ -85,7 +94,7 @@ def main() -> int:
     cmds = {
         ("mlx-lm", 1): [py, me, "--ref", "--model", args.model, "--max-tokens", t],
         ("mlxgo", 1): [args.mlxgo, *gen],
-        ("mlx-lm", n): [str(Path(py).parent / "mlx.launch"), "-n", str(n), "--backend", "ring", "--hosts", "127.0.0.1",
+        ("mlx-lm", n): [*mlx_launch(py), "-n", str(n), "--backend", "ring", "--hosts", "127.0.0.1",
                         "--python", py, me, "--ref", "--model", args.model, "--max-tokens", t],
         ("mlxgo", n): [args.mlxgo, "launch", "-n", str(n), "--starting-port", "0", "--", *gen, "--shard", "tensor"],
     }
