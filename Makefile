@@ -366,6 +366,19 @@ bench-lora: venv build native-install oracle
 	$(PY) models/testdata/oracle/bench_lora.py --model $(ORACLE)/models/smollm2-q4_1 --adapter $(ORACLE)/lora/adapters/smollm2-chat \
 	  --rounds $(BENCH_ROUNDS) --json $(CACHE)/bench/lora.json
 
+# Speculative decoding: mlxgo generate --draft-model against its plain decoding, and mlx-lm's
+# speculative_generate_step against its generate_step, on the same target, draft and prompt ids:
+# alternating rounds, medians, speed-ups (models/testdata/oracle/bench_spec.py). The draft is the
+# target itself unless BENCH_SPEC_DRAFT names another.
+.PHONY: bench-spec
+BENCH_SPEC_DRAFT  ?= $(BENCH_MODEL)
+BENCH_SPEC_TOKENS ?= 96
+BENCH_SPEC_K      ?= 3
+bench-spec: venv build native-install
+	test -f $(BENCH_MODEL)/config.json || $(MAKE) oracle
+	$(PY) models/testdata/oracle/bench_spec.py --model $(BENCH_MODEL) --draft $(BENCH_SPEC_DRAFT) --rounds $(BENCH_ROUNDS) \
+	  --max-tokens $(BENCH_SPEC_TOKENS) --num-draft-tokens $(BENCH_SPEC_K) --json $(CACHE)/bench/spec.json
+
 # mlxgo generate against llama.cpp (PyPI llama-cpp-python, built here with GGML_NATIVE=ON) on the same GGUF files
 # (SmolLM2 Q4_1 and a Q8_0 made from it by llama.cpp's quantize), the same 512-token prompt ids and settings:
 # alternating rounds, medians, ratios, cores busy, bandwidth ceiling; also --kernels mlx, a 4096-token prefill and
