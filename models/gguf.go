@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 
@@ -185,6 +186,9 @@ func loadGGUF(path string, opts LoadOptions) (Model, error) {
 	q := &Quantization{Mode: "affine", Modules: map[string]*mlx.Quant{}}
 	src := map[string]nn.Tensor{}
 	for _, ti := range f.Tensors {
+		if slices.Contains(arch.MetaTensors, ti.Name) {
+			continue
+		}
 		name, kind, err := ggufName(arch, ti.Name)
 		if err != nil {
 			return nil, err

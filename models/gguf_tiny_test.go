@@ -14,7 +14,7 @@ import (
 	"github.com/mlxgo/mlxgo/models"
 )
 
-var tinyGGUFOnce sync.Once
+var tinyGGUFMu sync.Mutex
 
 // tinyGGUF returns the GGUF form of an oracle tiny model, written by
 // models/testdata/oracle/tiny_gguf.py (make oracle) when absent.
@@ -25,15 +25,16 @@ func tinyGGUF(t *testing.T, name string) (dir, file string) {
 	if _, err := os.Stat(filepath.Join(dir, "config.json")); err != nil {
 		testenv.Missing(t, "oracle tiny model "+dir, "make oracle")
 	}
-	tinyGGUFOnce.Do(func() {
-		if _, err := os.Stat(file); err == nil {
-			return
-		}
+	// The script writes every file; run it when this one is missing (a
+	// checkout older than the file's architecture has the others).
+	tinyGGUFMu.Lock()
+	defer tinyGGUFMu.Unlock()
+	if _, err := os.Stat(file); err != nil {
 		cmd := exec.Command(testenv.Python(t), filepath.Join(testenv.RepoRoot(), "models", "testdata", "oracle", "tiny_gguf.py"))
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("cannot write the tiny GGUF files: %v\n%s", err, out)
 		}
-	})
+	}
 	if _, err := os.Stat(file); err != nil {
 		testenv.Missing(t, "tiny GGUF "+file, "make oracle")
 	}
@@ -43,12 +44,13 @@ func tinyGGUF(t *testing.T, name string) (dir, file string) {
 // TestGGUFArchitecturesEqualSafetensors loads each tiny float32 model twice,
 // from its safetensors directory (L1 with mlx-lm) and from the GGUF file
 // llama.cpp's converter would write for it (names, metadata, llama's rope
-// permutation, gemma's 1+w norms), and requires bit-identical logits over a
+// permutation, gemma's 1+w norms, phi3's fused projections and rope factor
+// tensors, qwen3moe's stacked experts), and requires bit-identical logits over a
 // prefill longer than gemma3's sliding window and 8 decode steps. mlx-lm
 // 0.32.2 cannot load GGUF files of these architectures, so this is the
 // oracle for the GGUF mapping: the same model as the one mlx-lm runs.
 func TestGGUFArchitecturesEqualSafetensors(t *testing.T) {
-	for _, name := range []string{"llama-f32", "llama_tied-f32", "qwen2-f32", "qwen3-f32", "gemma3_text-f32"} {
+	for _, name := range []string{"llama-f32", "llama_tied-f32", "qwen2-f32", "qwen3-f32", "gemma3_text-f32", "phi3-f32", "qwen3_moe-f32"} {
 		t.Run(name, func(t *testing.T) {
 			dir, file := tinyGGUF(t, name)
 			mlxtest.Do(t, func() error {

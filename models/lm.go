@@ -50,8 +50,11 @@ var architectures = map[string]nn.Builder{
 var ggufArchs = map[string]nn.GGUF{
 	"gemma3": gemma3.GGUF,
 	"llama":  llama.GGUF,
+	"phi3":   phi3.GGUF,
 	"qwen2":  qwen2.GGUF,
 	"qwen3":  qwen3.GGUF,
+	// llama.cpp's names: no underscore
+	"qwen3moe": qwen3_moe.GGUF,
 }
 
 // textConfigs maps the model_type of a multimodal wrapper to its language

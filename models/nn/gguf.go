@@ -22,6 +22,9 @@ type GGUF struct {
 	// shared ones (GGUFHeader) do not cover, read from the metadata (and,
 	// where the converter leaves no key, from which tensors the file has).
 	Config func(m GGUFMeta, h GGUFHeader) (map[string]any, error)
+	// MetaTensors are tensors Config reads (phi3's rope factors), not
+	// weights.
+	MetaTensors []string
 	// PermutedQK: the converter permuted the q/k rows for ggml's rope
 	// (convert_hf_to_gguf.py LlamaModel.permute), which the loader undoes.
 	PermutedQK bool

@@ -19,9 +19,21 @@ What the converter does and this script repeats (llama.cpp b6xxx, gguf==0.19.0):
     gemma3.attention.sliding_window_pattern (llama.cpp's gemma3 converter omits
     the key, and llama.cpp then assumes 6, as mlxgo does).
 
+  - phi3 (Phi3MiniModel): the fused attn_qkv (qkv_proj) and ffn_up
+    (gate_up_proj) as they are; rope.dimension_count int(partial_rotary_factor
+    * hidden) // heads; rope.scaling.original_context_length and attn_factor;
+    longrope's factors as float32 tensors rope_factors_long/short;
+  - qwen3_moe as arch "qwen3moe" (Qwen3MoeModel): expert_count,
+    expert_used_count, expert_feed_forward_length; router ffn_gate_inp, experts
+    stacked as ffn_{gate,up,down}_exps [experts, out, in]. The tiny model's
+    mlp_only_layers block is written with dense ffn_gate/up/down (llama.cpp's
+    converter has no name for it and would refuse it; mlxgo reads a block
+    without a router as mlp-only).
+
 Usage: tiny_gguf.py   (writes .cache/oracle/gguf/<model>.gguf)
 """
 import json
+import math
 from pathlib import Path
 
 import gguf
@@ -40,6 +52,9 @@ LAYER = {
 }
 GEMMA_LAYER = dict(LAYER, post_attention_layernorm="post_attention_norm",
                    pre_feedforward_layernorm="ffn_norm", post_feedforward_layernorm="post_ffw_norm")
+PHI3_LAYER = dict(LAYER, **{"self_attn.qkv_proj": "attn_qkv", "mlp.gate_up_proj": "ffn_up"})
+MOE_LAYER = dict(LAYER, **{"mlp.gate": "ffn_gate_inp", "mlp.switch_mlp.gate_proj": "ffn_gate_exps",
+                           "mlp.switch_mlp.up_proj": "ffn_up_exps", "mlp.switch_mlp.down_proj": "ffn_down_exps"})
 TOP = {"model.embed_tokens": "token_embd", "model.norm": "output_norm", "lm_head": "output"}
 
 
@@ -53,8 +68,8 @@ def convert(name):
     src = MODELS / name
     cfg = json.loads((src / "config.json").read_text())
     mt = cfg["model_type"]
-    arch = {"gemma3_text": "gemma3"}.get(mt, mt)
-    layer = GEMMA_LAYER if arch == "gemma3" else LAYER
+    arch = {"gemma3_text": "gemma3", "qwen3_moe": "qwen3moe"}.get(mt, mt)
+    layer = {"gemma3": GEMMA_LAYER, "phi3": PHI3_LAYER, "qwen3moe": MOE_LAYER}.get(arch, LAYER)
     w = gguf.GGUFWriter(str(OUT / f"{name}.gguf"), arch)
     w.add_context_length(cfg["max_position_embeddings"])
     w.add_embedding_length(cfg["hidden_size"])
@@ -75,6 +90,17 @@ def convert(name):
     if arch == "gemma3":
         w.add_sliding_window(cfg["sliding_window"])
         w.add_uint32("gemma3.attention.sliding_window_pattern", cfg["sliding_window_pattern"])
+    if arch == "phi3":
+        w.add_rope_dimension_count(int(cfg.get("partial_rotary_factor", 1.0) * cfg["hidden_size"]) // cfg["num_attention_heads"])
+        w.add_rope_scaling_orig_ctx_len(cfg["original_max_position_embeddings"])
+        scale = cfg["max_position_embeddings"] / cfg["original_max_position_embeddings"]
+        w.add_rope_scaling_attn_factors(math.sqrt(1 + math.log(scale) / math.log(cfg["original_max_position_embeddings"])))
+        w.add_tensor("rope_factors_long.weight", np.array(cfg["rope_scaling"]["long_factor"], dtype=np.float32))
+        w.add_tensor("rope_factors_short.weight", np.array(cfg["rope_scaling"]["short_factor"], dtype=np.float32))
+    if arch == "qwen3moe":
+        w.add_expert_count(cfg["num_experts"])
+        w.add_expert_used_count(cfg["num_experts_per_tok"])
+        w.add_expert_feed_forward_length(cfg["moe_intermediate_size"])
     w.add_eos_token_id(1)
     tensors = load_file(str(src / "model.safetensors"))
     for hf, t in sorted(tensors.items()):
@@ -99,7 +125,7 @@ def convert(name):
 
 def main():
     OUT.mkdir(parents=True, exist_ok=True)
-    for name in ["llama-f32", "llama_tied-f32", "qwen2-f32", "qwen3-f32", "gemma3_text-f32"]:
+    for name in ["llama-f32", "llama_tied-f32", "qwen2-f32", "qwen3-f32", "gemma3_text-f32", "phi3-f32", "qwen3_moe-f32"]:
         convert(name)
 
 
