@@ -120,6 +120,23 @@ func TestSpeculativeServe(t *testing.T) {
 	if text.String() != want.Choices[0].Message.Content || last.Speculative == nil || last.Speculative.AcceptedTokens == 0 {
 		t.Fatalf("stream: %q %+v, want %q with the speculative record", text.String(), last.Speculative, want.Choices[0].Message.Content)
 	}
+	// Log-probabilities come from the verify passes' rows: the plain
+	// server's, bit for bit (each row of a pass computes as a one-token pass).
+	lp := ask + `,"logprobs":true,"top_logprobs":3}`
+	_, _, pb := post(t, plain+"/v1/chat/completions", lp)
+	_, _, sb := post(t, spec+"/v1/chat/completions", lp)
+	logprobsOf := func(b []byte) string {
+		var r struct {
+			Choices []struct{ Logprobs json.RawMessage }
+		}
+		if err := json.Unmarshal(b, &r); err != nil || len(r.Choices) == 0 || len(r.Choices[0].Logprobs) < 10 {
+			t.Fatalf("no logprobs in %s", b)
+		}
+		return string(r.Choices[0].Logprobs)
+	}
+	if a, b := logprobsOf(sb), logprobsOf(pb); a != b {
+		t.Fatalf("logprobs differ from the plain server's\nspec  %s\nplain %s", a, b)
+	}
 	// Under a grammar: the plain runner, no draft.
 	status, r := postSpec(t, spec+"/v1/chat/completions", `{"messages":[{"role":"user","content":"A cat as JSON"}],"max_tokens":8,"response_format":{"type":"json_object"}}`)
 	if status != 200 || r.XMLXGO.Speculative != nil || !strings.Contains(r.XMLXGO.RequestFeatures, "grammar=json_object") {
