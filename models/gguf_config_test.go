@@ -163,7 +163,7 @@ func TestGGUFConfig(t *testing.T) {
 			IntermediateSize: 4864, NumAttentionHeads: 14, NumKeyValueHeads: ip(2), RMSNormEps: &eps, VocabSize: 151936,
 			MaxPositionEmbeddings: ip(32768), RopeTheta: fp(1e6), TieWordEmbeddings: bp(true)}},
 		{name: "unsupported architecture", meta: set(qwen2Meta(), "general.architecture", "mamba"),
-			wantErr: `unsupported model type "mamba" in GGUF: supported GGUF architectures are gemma3, llama, phi3, qwen2, qwen3, qwen3moe`},
+			wantErr: `unsupported model type "mamba" in GGUF: supported GGUF architectures are gemma3, llama, minicpm, phi3, qwen2, qwen3, qwen3moe`},
 		{name: "gemma3 without window", meta: set(gemma3Meta(), "gemma3.attention.sliding_window", nil),
 			wantErr: "gemma3.attention.sliding_window is missing"},
 		{name: "qwen3 without context", meta: set(qwen3Meta(), "qwen3.context_length", nil),

@@ -50,7 +50,7 @@ func tinyGGUF(t *testing.T, name string) (dir, file string) {
 // 0.32.2 cannot load GGUF files of these architectures, so this is the
 // oracle for the GGUF mapping: the same model as the one mlx-lm runs.
 func TestGGUFArchitecturesEqualSafetensors(t *testing.T) {
-	for _, name := range []string{"llama-f32", "llama_tied-f32", "qwen2-f32", "qwen3-f32", "gemma3_text-f32", "phi3-f32", "qwen3_moe-f32"} {
+	for _, name := range []string{"llama-f32", "llama_tied-f32", "qwen2-f32", "qwen3-f32", "gemma3_text-f32", "phi3-f32", "qwen3_moe-f32", "minicpm-f32"} {
 		t.Run(name, func(t *testing.T) {
 			dir, file := tinyGGUF(t, name)
 			mlxtest.Do(t, func() error {

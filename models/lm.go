@@ -48,11 +48,12 @@ var architectures = map[string]nn.Builder{
 // its architecture package's reading of it (nn.GGUF); the model_type it
 // names is built by architectures above.
 var ggufArchs = map[string]nn.GGUF{
-	"gemma3": gemma3.GGUF,
-	"llama":  llama.GGUF,
-	"phi3":   phi3.GGUF,
-	"qwen2":  qwen2.GGUF,
-	"qwen3":  qwen3.GGUF,
+	"gemma3":  gemma3.GGUF,
+	"llama":   llama.GGUF,
+	"minicpm": minicpm.GGUF,
+	"phi3":    phi3.GGUF,
+	"qwen2":   qwen2.GGUF,
+	"qwen3":   qwen3.GGUF,
 	// llama.cpp's names: no underscore
 	"qwen3moe": qwen3_moe.GGUF,
 }

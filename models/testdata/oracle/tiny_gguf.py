@@ -23,6 +23,10 @@ What the converter does and this script repeats (llama.cpp b6xxx, gguf==0.19.0):
     (gate_up_proj) as they are; rope.dimension_count int(partial_rotary_factor
     * hidden) // heads; rope.scaling.original_context_length and attn_factor;
     longrope's factors as float32 tensors rope_factors_long/short;
+  - minicpm (MiniCPMModel): llama's names and q/k permutation; embedding_scale
+    = scale_emb, residual_scale = scale_depth / sqrt(layers), logit_scale =
+    hidden / dim_model_base (float32 in the file); no output tensor when the
+    model has no lm_head;
   - qwen3_moe as arch "qwen3moe" (Qwen3MoeModel): expert_count,
     expert_used_count, expert_feed_forward_length; router ffn_gate_inp, experts
     stacked as ffn_{gate,up,down}_exps [experts, out, in]. The tiny model's
@@ -97,6 +101,10 @@ def convert(name):
         w.add_rope_scaling_attn_factors(math.sqrt(1 + math.log(scale) / math.log(cfg["original_max_position_embeddings"])))
         w.add_tensor("rope_factors_long.weight", np.array(cfg["rope_scaling"]["long_factor"], dtype=np.float32))
         w.add_tensor("rope_factors_short.weight", np.array(cfg["rope_scaling"]["short_factor"], dtype=np.float32))
+    if arch == "minicpm":
+        w.add_embedding_scale(float(cfg["scale_emb"]))
+        w.add_residual_scale(cfg["scale_depth"] / cfg["num_hidden_layers"] ** 0.5)
+        w.add_logit_scale(cfg["hidden_size"] / cfg["dim_model_base"])
     if arch == "qwen3moe":
         w.add_expert_count(cfg["num_experts"])
         w.add_expert_used_count(cfg["num_experts_per_tok"])
@@ -111,7 +119,7 @@ def convert(name):
             _, _, n, rest = base.split(".", 3)
             g = f"blk.{n}.{layer[rest]}"
         t = t.astype(np.float32)
-        if arch == "llama" and param == "weight" and g.endswith(("attn_q", "attn_k")):
+        if arch in ("llama", "minicpm") and param == "weight" and g.endswith(("attn_q", "attn_k")):
             n_kv = cfg["num_key_value_heads"] if g.endswith("attn_k") else None
             t = permute(t, cfg["num_attention_heads"], n_kv)
         if arch == "gemma3" and base.endswith("norm"):
@@ -125,7 +133,7 @@ def convert(name):
 
 def main():
     OUT.mkdir(parents=True, exist_ok=True)
-    for name in ["llama-f32", "llama_tied-f32", "qwen2-f32", "qwen3-f32", "gemma3_text-f32", "phi3-f32", "qwen3_moe-f32"]:
+    for name in ["llama-f32", "llama_tied-f32", "qwen2-f32", "qwen3-f32", "gemma3_text-f32", "phi3-f32", "qwen3_moe-f32", "minicpm-f32"]:
         convert(name)
 
 
