@@ -239,6 +239,9 @@ func FuzzGGUFConfig(f *testing.F) {
 	f.Add(ggufFile(qwen3Meta(), "blk.0.attn_q_norm.weight", "output.weight"))
 	f.Add(ggufFile(qwen2Meta(), "blk.0.attn_q.bias"))
 	f.Add(ggufFile(set(gemma3Meta(), "gemma3.rope.scaling.type", "linear")))
+	f.Add(ggufFile(qwen3moeMeta(), "blk.0.ffn_gate_inp.weight", "blk.0.ffn_gate_exps.weight"))
+	f.Add(ggufFile(phi3Meta(), "rope_factors_long.weight", "rope_factors_short.weight", "blk.0.attn_qkv.weight"))
+	f.Add(ggufFile(minicpmMeta(), "token_embd.weight"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		file, err := gguf.Parse(data)
 		if err != nil {
@@ -267,6 +270,8 @@ func FuzzGGUFConfigValues(f *testing.F) {
 		uint32(0), uint32(0), float32(1e-6), float32(1e6), "linear", float32(4), true)
 	f.Add("qwen2", uint32(0), uint32(896), uint32(62), uint32(4864), uint32(14), uint32(0), uint32(0), uint32(0),
 		uint32(0), uint32(3), float32(-1), float32(0), "yarn", float32(1), false)
+	f.Add("phi3", uint32(131072), uint32(3072), uint32(32), uint32(8192), uint32(32), uint32(32), uint32(0), uint32(0),
+		uint32(0), uint32(0), float32(1e-5), float32(1e4), "", float32(0), true)
 	f.Fuzz(func(t *testing.T, arch string, ctx, emb, blocks, ff, heads, kvh, keyLen, valLen, window, pattern uint32,
 		eps, theta float32, scaling string, factor float32, output bool) {
 		meta := [][2]any{{"general.architecture", arch}}
