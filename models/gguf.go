@@ -208,13 +208,17 @@ func loadGGUF(path string, opts LoadOptions) (Model, error) {
 		lt := &lazyGGUF{f: f, name: ti.Name, heads: heads, widen: arch.Float32 && kind == "token_embd"}
 		shape := ti.Shape()
 		if bits, ok := gguf.AffineBits(ti.Type); ok && param == "weight" {
-			if len(shape) != 2 || shape[1]%32 != 0 {
+			// A matrix, or a stack of them (qwen3moe's experts [E, out, in]):
+			// groups run along the last axis either way.
+			last := len(shape) - 1
+			if last < 1 || shape[last]%32 != 0 {
 				return nil, fmt.Errorf("GGUF tensor %s: quantized shape %v is not a matrix of whole blocks", ti.Name, shape)
 			}
+			lead := shape[:last]
 			q.Modules[mod] = &mlx.Quant{GroupSize: 32, Bits: bits, Mode: "affine"}
-			src[mod+".weight"] = nn.Tensor{Shape: []int{shape[0], shape[1] * bits / 32}, Load: lt.part(0)}
-			src[mod+".scales"] = nn.Tensor{Shape: []int{shape[0], shape[1] / 32}, Load: lt.part(1)}
-			src[mod+".biases"] = nn.Tensor{Shape: []int{shape[0], shape[1] / 32}, Load: lt.part(2)}
+			src[mod+".weight"] = nn.Tensor{Shape: append(slices.Clone(lead), shape[last]*bits/32), Load: lt.part(0)}
+			src[mod+".scales"] = nn.Tensor{Shape: append(slices.Clone(lead), shape[last]/32), Load: lt.part(1)}
+			src[mod+".biases"] = nn.Tensor{Shape: append(slices.Clone(lead), shape[last]/32), Load: lt.part(2)}
 			continue
 		}
 		src[name] = nn.Tensor{Shape: shape, Load: lt.part(0)}

@@ -34,6 +34,12 @@ What the converter does and this script repeats (llama.cpp b6xxx, gguf==0.19.0):
     converter has no name for it and would refuse it; mlxgo reads a block
     without a router as mlp-only).
 
+Quantized: qwen3_moe-q8_0 is the tiny qwen3_moe as a Q8_0 GGUF with Q4_0
+expert stacks (gguf.quants, as llama-quantize's blocks are), and
+qwen3_moe-q8_0/ the same model as an MLX directory whose arrays are MLX's own
+GGUF reader's (mx.load: lossless affine, group 32, float16 scales), so that
+the Go GGUF load of the 3-D quantized experts must equal the safetensors load.
+
 Usage: tiny_gguf.py   (writes .cache/oracle/gguf/<model>.gguf)
 """
 import json
@@ -68,13 +74,14 @@ def permute(w, n_head, n_head_kv):
     return w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
 
 
-def convert(name):
+def convert(name, path=None, quantize=None):
+    """quantize(gguf name, array) -> a GGMLQuantizationType, or None: float32."""
     src = MODELS / name
     cfg = json.loads((src / "config.json").read_text())
     mt = cfg["model_type"]
     arch = {"gemma3_text": "gemma3", "qwen3_moe": "qwen3moe"}.get(mt, mt)
     layer = {"gemma3": GEMMA_LAYER, "phi3": PHI3_LAYER, "qwen3moe": MOE_LAYER}.get(arch, LAYER)
-    w = gguf.GGUFWriter(str(OUT / f"{name}.gguf"), arch)
+    w = gguf.GGUFWriter(str(path or OUT / f"{name}.gguf"), arch)
     w.add_context_length(cfg["max_position_embeddings"])
     w.add_embedding_length(cfg["hidden_size"])
     w.add_block_count(cfg["num_hidden_layers"])
@@ -124,17 +131,54 @@ def convert(name):
             t = permute(t, cfg["num_attention_heads"], n_kv)
         if arch == "gemma3" and base.endswith("norm"):
             t = t + np.float32(1)
-        w.add_tensor(f"{g}.{param}", np.ascontiguousarray(t))
+        qt = quantize(g, t) if quantize else None
+        if qt is not None:
+            from gguf import quants
+            qd = quants.quantize(np.ascontiguousarray(t), qt)
+            w.add_tensor(f"{g}.{param}", qd, raw_shape=qd.shape, raw_dtype=qt)
+        else:
+            w.add_tensor(f"{g}.{param}", np.ascontiguousarray(t))
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
 
 
+def convert_quantized(name, out):
+    """name's GGUF with every matrix Q8_0 and the expert stacks Q4_0, and an
+    MLX directory of mx.load's arrays of that file."""
+    import mlx.core as mx
+    from gguf import quants
+    src = MODELS / name
+    cfg = json.loads((src / "config.json").read_text())
+    gg = OUT / f"{out}.gguf"
+    convert(name, gg, lambda g, t: (gguf.GGMLQuantizationType.Q4_0 if g.endswith("_exps")
+                                    else gguf.GGMLQuantizationType.Q8_0) if t.ndim >= 2 else None)
+    back = {v: k for k, v in MOE_LAYER.items()}
+    top = {v: k for k, v in TOP.items()}
+    arrays, overrides = {}, {}
+    for k, v in mx.load(str(gg)).items():
+        base, param = k.rsplit(".", 1)
+        if base in top:
+            m = top[base]
+        else:
+            _, n, kind = base.split(".", 2)
+            m = f"model.layers.{n}.{back[kind]}"
+            if kind.endswith("_exps"):
+                overrides[m] = {"group_size": 32, "bits": 4}
+        arrays[f"{m}.{param}"] = v
+    d = OUT / out
+    d.mkdir(parents=True, exist_ok=True)
+    mx.save_safetensors(str(d / "model.safetensors"), arrays)
+    cfg["quantization"] = dict({"group_size": 32, "bits": 8}, **overrides)
+    (d / "config.json").write_text(json.dumps(cfg, indent=1))
+
+
 def main():
     OUT.mkdir(parents=True, exist_ok=True)
     for name in ["llama-f32", "llama_tied-f32", "qwen2-f32", "qwen3-f32", "gemma3_text-f32", "phi3-f32", "qwen3_moe-f32", "minicpm-f32"]:
         convert(name)
+    convert_quantized("qwen3_moe-f32", "qwen3_moe-q8_0")
 
 
 if __name__ == "__main__":
