@@ -26,8 +26,14 @@ func tinyGGUF(t *testing.T, name string) (dir, file string) {
 	if _, err := os.Stat(filepath.Join(dir, "config.json")); err != nil {
 		testenv.Missing(t, "oracle tiny model "+dir, "make oracle")
 	}
-	// The script writes every file; run it when this one is missing (a
-	// checkout older than the file's architecture has the others).
+	writeTinyGGUF(t, file)
+	return dir, file
+}
+
+// writeTinyGGUF runs tiny_gguf.py, which writes every file, when file is
+// missing (a checkout older than the file's architecture has the others).
+func writeTinyGGUF(t *testing.T, file string) {
+	t.Helper()
 	tinyGGUFMu.Lock()
 	defer tinyGGUFMu.Unlock()
 	if _, err := os.Stat(file); err != nil {
@@ -39,7 +45,6 @@ func tinyGGUF(t *testing.T, name string) (dir, file string) {
 	if _, err := os.Stat(file); err != nil {
 		testenv.Missing(t, "tiny GGUF "+file, "make oracle")
 	}
-	return dir, file
 }
 
 // TestGGUFArchitecturesEqualSafetensors loads each tiny float32 model twice,
@@ -68,9 +73,7 @@ func TestGGUFQuantizedExpertsEqualMLXReader(t *testing.T) {
 	tinyGGUF(t, "qwen3_moe-f32")
 	dir := filepath.Join(oracleDir(), "gguf", "qwen3_moe-q8_0")
 	file := dir + ".gguf"
-	if _, err := os.Stat(filepath.Join(dir, "model.safetensors")); err != nil {
-		testenv.Missing(t, "quantized tiny GGUF "+dir, "make oracle")
-	}
+	writeTinyGGUF(t, filepath.Join(dir, "model.safetensors"))
 	if info := equalLoads(t, dir, file); !strings.Contains(info.Quantization, "override") {
 		t.Fatalf("quantization %q: want 8-bit with the 4-bit experts as overrides", info.Quantization)
 	}
