@@ -25,7 +25,9 @@ import (
 // Config is the header of an HF-style config.json, checked before any
 // architecture reads the file (bounds, quantization, eos_token_id), and the
 // config.json a GGUF file's metadata stands for (ggufConfig): the keys
-// validate bounds and the keys ggufConfig writes, nothing else. Each
+// validate bounds, the shared keys ggufConfig writes and gemma3's (which its
+// GGUF tests check here), nothing else; the keys other architectures'
+// nn.GGUF.Config add reach their builders in the config bytes only. Each
 // architecture reads its own ModelArgs from the same bytes; optional fields
 // are pointers so that it can apply its own mlx-lm default.
 type Config struct {
