@@ -193,6 +193,8 @@ type benchStats struct {
 	AcceptedTokens int     `json:"accepted_tokens,omitempty"`
 	TargetPasses   int     `json:"target_passes,omitempty"`
 	AcceptanceRate float64 `json:"acceptance_rate,omitempty"`
+	// With --shard: the parallelism of the composition ("tensor x2 over ring").
+	Parallelism string `json:"parallelism,omitempty"`
 }
 
 func (r *generateRun) report(st gen.Stats) {
@@ -213,6 +215,9 @@ func (r *generateRun) report(st gen.Stats) {
 			FinishReason: st.FinishReason, MLX: mlx.Version(),
 			DraftTokens: st.DraftTokens, AcceptedTokens: st.AcceptedTokens, TargetPasses: st.TargetPasses,
 			AcceptanceRate: st.AcceptanceRate(),
+		}
+		if p := r.f.shard.parallelism(); p.Kind != "" {
+			b.Parallelism = p.String()
 		}
 		if !st.FirstToken.IsZero() {
 			b.TTFT = st.FirstToken.Sub(processStart()).Seconds()

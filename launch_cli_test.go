@@ -51,7 +51,7 @@ func TestLaunchShardedSmolLM2(t *testing.T) {
 	ref, model := readSmolLM2Sharded(t)
 	bin := buildBinary(t)
 	cmd := exec.Command(bin, "launch", "-n", strconv.Itoa(ref.Shard.Size), "--starting-port", "0", "--",
-		"generate", "-m", model, "--shard", "tensor", "-p", ref.Prompt, "--max-tokens", strconv.Itoa(ref.MaxTokens), "--threads", "1")
+		"generate", "-m", model, "--shard", "tensor", "-p", ref.Prompt, "--max-tokens", strconv.Itoa(ref.MaxTokens), "--threads", "1", "--json-stats")
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -62,6 +62,14 @@ func TestLaunchShardedSmolLM2(t *testing.T) {
 	}
 	if strings.Contains(stderr.String(), "error") {
 		t.Fatalf("stderr: %s", stderr.String())
+	}
+	// The composition records the parallelism; only rank 0 reports.
+	var stats struct {
+		Parallelism string `json:"parallelism"`
+	}
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	if len(lines) != 1 || json.Unmarshal([]byte(lines[0]), &stats) != nil || stats.Parallelism != fmt.Sprintf("tensor x%d over ring", ref.Shard.Size) {
+		t.Fatalf("stderr %q, want rank 0's one --json-stats line with parallelism tensor x%d over ring", stderr.String(), ref.Shard.Size)
 	}
 }
 
