@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mlxgo/mlxgo/mlx"
+	"github.com/mlxgo/mlxgo/models/silero"
 	"github.com/mlxgo/mlxgo/models/whisper"
 	"github.com/mlxgo/mlxgo/models/whisper/audio"
 )
@@ -53,10 +54,17 @@ Flags:
 	--no-condition-on-previous-text  do not prompt each window with the text
 	                               before it
 	--no-timestamps                decode text only (one segment per window)
+	--vad                          transcribe only the speech that Silero VAD v5
+	                               finds (get_speech_timestamps' defaults), the
+	                               segment times still in the original clock
+	--vad-model FILE               silero_vad_v5.onnx (npm @ricky0123/vad-web's
+	                               dist/; default $MLXGO_VAD_MODEL)
 	--fp32                         float32 activations (mlx-whisper's fp16=False;
 	                               the weights stay as stored); default: the
 	                               weights' dtype, float16 for tiny.en
-	--seed N                       seed for sampling at temperature > 0 (default 0)
+	--seed N                       seed for sampling at temperature > 0: the
+	                               draws of mlx-whisper after mx.random.seed(N)
+	                               (default 0)
 	--tokenizer PATH               tokenizer.json, when it is not in DIR
 	--verbose                      print audio length, load time, transcription
 	                               time and real-time factor to stderr
@@ -72,9 +80,10 @@ type transcribeCommand struct{ m *Main }
 
 type transcribeFlags struct {
 	model, format, language, task, prompt, tokenizer, input string
+	vadModel                                                string
 	temperature, increment                                  float64
 	crThreshold, lpThreshold, nsThreshold                   float64
-	noCondition, noTimestamps, verbose, tempSet, fp32       bool
+	noCondition, noTimestamps, verbose, tempSet, fp32, vad  bool
 	seed                                                    uint64
 	rt                                                      runtimeFlags
 }
@@ -98,6 +107,8 @@ func (c *transcribeCommand) parse(args []string) (*transcribeFlags, error) {
 	fs.Uint64Var(&f.seed, "seed", 0, "")
 	fs.BoolVar(&f.verbose, "verbose", false, "")
 	fs.BoolVar(&f.fp32, "fp32", false, "")
+	fs.BoolVar(&f.vad, "vad", false, "")
+	fs.StringVar(&f.vadModel, "vad-model", os.Getenv("MLXGO_VAD_MODEL"), "")
 	f.rt.register(fs)
 	// Flags may follow the audio argument (mlxgo transcribe a.wav -m DIR).
 	var rest []string
@@ -134,6 +145,8 @@ func (c *transcribeCommand) parse(args []string) (*transcribeFlags, error) {
 		return nil, usagef("--temperature-increment %v: want 0 to 1", f.increment)
 	case math.IsNaN(f.crThreshold) || f.crThreshold < 0:
 		return nil, usagef("--compression-ratio-threshold %v: want 0 (off) or more", f.crThreshold)
+	case f.vad && f.vadModel == "":
+		return nil, usagef("--vad needs the Silero VAD v5 ONNX file: --vad-model FILE or $MLXGO_VAD_MODEL (npm @ricky0123/vad-web, dist/silero_vad_v5.onnx)")
 	}
 	if len(rest) == 1 {
 		f.input = rest[0]
@@ -202,6 +215,18 @@ func (c *transcribeCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	var speech *silero.Speech
+	run := samples
+	var vadTime time.Duration
+	if f.vad {
+		t0 := time.Now()
+		vm, err := silero.Load(f.vadModel)
+		if err != nil {
+			return err
+		}
+		speech = silero.Cut(samples, silero.SpeechTimestamps(vm.Probs(samples), len(samples), silero.DefaultParams()))
+		run, vadTime = speech.Samples, time.Since(t0)
+	}
 	if err := loadMLX(ctx, &f.rt); err != nil {
 		return err
 	}
@@ -242,19 +267,42 @@ func (c *transcribeCommand) Run(ctx context.Context, args []string) error {
 		}
 		loadTime = time.Since(t0)
 		t1 := time.Now()
-		res, err = d.Transcribe(ctx, samples, o)
+		if len(run) == 0 {
+			// VAD found no speech: nothing to decode.
+			res = &whisper.Result{Language: tk.Language, Segments: []whisper.Segment{}}
+		} else {
+			res, err = d.Transcribe(ctx, run, o)
+		}
 		runTime = time.Since(t1)
 		return err
 	})
 	if err != nil {
 		return err
 	}
+	if speech != nil {
+		restoreClock(res, speech, float64(len(samples))/audio.SampleRate)
+		if f.verbose {
+			fmt.Fprintf(c.m.Stderr, "mlxgo: vad: %d speech segments, %.2f of %.2f s kept, in %.2f s\n", len(speech.Spans),
+				float64(len(run))/audio.SampleRate, float64(len(samples))/audio.SampleRate, vadTime.Seconds())
+		}
+	}
 	if f.verbose {
-		secs := float64(len(samples)) / audio.SampleRate
+		secs := float64(len(run)) / audio.SampleRate
 		fmt.Fprintf(c.m.Stderr, "mlxgo: audio %s: %.2f s (%d Hz, %d channels, %s), model load %.2f s\n",
 			name, clip.Duration(), clip.Rate, clip.Channels, clip.Format, loadTime.Seconds())
 		fmt.Fprintf(c.m.Stderr, "mlxgo: transcribed %.2f s of audio in %.2f s (real-time factor %.3f, %.1fx real time), %d windows, %d fallbacks, %d segments\n",
 			secs, runTime.Seconds(), runTime.Seconds()/secs, secs/runTime.Seconds(), res.Windows, res.Fallbacks, len(res.Segments))
 	}
 	return whisper.Write(c.m.Stdout, f.format, f.task, res)
+}
+
+// restoreClock moves segment times from the speech-only audio Whisper saw
+// back to the original clip's (faster-whisper's restore_speech_timestamps).
+func restoreClock(res *whisper.Result, speech *silero.Speech, duration float64) {
+	for i := range res.Segments {
+		s := &res.Segments[i]
+		s.Start = math.Round(speech.Original(s.Start, false)*1000) / 1000
+		s.End = math.Round(speech.Original(s.End, true)*1000) / 1000
+	}
+	res.Duration = duration
 }
