@@ -287,7 +287,8 @@ bench-gemma4: $(ORACLE)/models/gemma4-bench-q4g64/config.json
 # The mlx-whisper oracle (testdata/whisper_oracle.py, its own venv: testdata/whisper_requirements.txt
 # says why it is not .venv): tiny.en converted from CT2, mel, encoder output, every decoding step's
 # logits and the segments of jfk.wav, a LibriVox clip and all the LibriVox clips + jfk joined (41 s,
-# two windows), and jfk.wav with fp16=False (float32 activations), for models/whisper's
+# two windows), jfk.wav with fp16=False (float32 activations), and jfk's first 3.2 s six times
+# (every temperature of the fallback, sampled from mx.random.seed(0)), for models/whisper's
 # TestL1AgainstMLXWhisper; then faster-whisper's text on the same
 # CT2 weights and clips (testdata/whisper_faster.py), which that test compares too.
 WHISPER_VENV  := $(CACHE)/whisper-venv
@@ -303,7 +304,8 @@ oracle-whisper: $(ORACLE)/whisper/index.json $(ORACLE)/whisper/faster/longform.j
 $(ORACLE)/whisper/index.json: $(WHISPER_VENV)/.stamp $(WHISPER_MODEL)/model.bin $(DATA)/audio/jfk.wav $(DATA)/audio/pocketsphinx/.stamp testdata/whisper_oracle.py
 	$(WHISPER_VENV)/bin/python testdata/whisper_oracle.py --model $(WHISPER_MODEL) --out $(ORACLE)/whisper \
 	  --concat longform=$(subst $(eval) ,$(COMMA),$(DATA)/audio/jfk.wav $(foreach n,0870 0880 0890 0920 0930,$(LIBRIVOX)-$(n).wav)) \
-	  --fp32 jfk-fp32=$(DATA)/audio/jfk.wav $(DATA)/audio/jfk.wav $(LIBRIVOX)-0870.wav
+	  --fp32 jfk-fp32=$(DATA)/audio/jfk.wav --tile fallback=$(DATA)/audio/jfk.wav$(COMMA)3.2$(COMMA)6 \
+	  $(DATA)/audio/jfk.wav $(LIBRIVOX)-0870.wav
 $(ORACLE)/whisper/faster/longform.json: $(ORACLE)/whisper/index.json testdata/whisper_faster.py
 	$(WHISPER_VENV)/bin/python testdata/whisper_faster.py --model $(WHISPER_MODEL) --out $(ORACLE)/whisper/faster \
 	  $(DATA)/audio/jfk.wav $(LIBRIVOX)-0870.wav $(ORACLE)/whisper/longform.wav

@@ -234,7 +234,7 @@ type transcribeTask struct {
 
 // step implements task.
 func (t *transcribeTask) step(ctx context.Context) (bool, error) {
-	if err := ctx.Err(); err != nil {
+	if err := ctx.Err(); err != nil && t.run == nil {
 		return true, err
 	}
 	t0 := time.Now()
@@ -246,7 +246,7 @@ func (t *transcribeTask) step(ctx context.Context) (bool, error) {
 			t.run, err = t.d.Start(t.samples, t.o)
 			return err
 		}
-		var err error
+		var err error // Step frees the run's state when it ends it
 		if done, err = t.run.Step(ctx); err == nil && done {
 			t.res = t.run.Result()
 		}

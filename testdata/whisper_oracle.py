@@ -165,8 +165,11 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--compile", action="store_true")
     ap.add_argument("--concat", metavar="NAME=CLIP,CLIP...", help="also transcribe these clips joined, 2 s of silence apart, as OUT/NAME.wav (long-form seeking)")
+    ap.add_argument("--tile", metavar="NAME=CLIP,SECONDS,N", action="append", default=[],
+                    help="also transcribe the first SECONDS of CLIP repeated N times, as OUT/NAME.wav: a repetitive "
+                    "transcript whose compression ratio sends every decoding to the next temperature (fallback, sampling)")
     ap.add_argument("--fp32", metavar="NAME=CLIP", action="append", default=[], help="also transcribe CLIP with fp16=False (float32 activations), recorded as NAME")
-    ap.add_argument("clips", nargs="+")
+    ap.add_argument("clips", nargs="*")
     a = ap.parse_args()
     if not a.compile:
         mx.disable_compile()
@@ -219,6 +222,18 @@ def main():
             f.setframerate(16000)
             f.writeframes((b"\0\0" * 32000).join(parts))
         clips.append(path)
+    for t in a.tile:
+        tname, _, spec = t.partition("=")
+        clip, secs, n = spec.split(",")
+        with wave.open(clip) as f:
+            head = f.readframes(int(float(secs) * f.getframerate()))
+        path = os.path.join(a.out, tname + ".wav")
+        with wave.open(path, "wb") as f:
+            f.setnchannels(1)
+            f.setsampwidth(2)
+            f.setframerate(16000)
+            f.writeframes(head * int(n))
+        clips.append(path)
     runs = [(os.path.splitext(os.path.basename(c))[0], c, True) for c in clips]
     runs += [(n, c, False) for n, _, c in (x.partition("=") for x in a.fp32)]
     index = {}
@@ -226,10 +241,14 @@ def main():
         rec.clear()
         rec.update(enc=[], logits=[], tokens=[], temps=[])
         audio = load_wav(clip)
-        mx.random.seed(0)
         # ModelHolder caches the model by path alone; its dtype (the mask's and
-        # the encoder positions') must follow fp16.
+        # the encoder positions') must follow fp16. Building the model draws
+        # its random initial weights from MLX's global key, so it is loaded
+        # first and the seed set after: mlxgo's --seed N is mx.random.seed(N)
+        # with the model loaded, right before transcribe().
         mwt.ModelHolder.model = None
+        mwt.ModelHolder.get_model(mdir, mx.float16 if fp16 else mx.float32)
+        mx.random.seed(0)
         result = mlx_whisper.transcribe(audio, path_or_hf_repo=mdir, verbose=None, fp16=fp16)
         d = os.path.join(a.out, name)
         os.makedirs(d, exist_ok=True)

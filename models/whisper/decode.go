@@ -18,11 +18,50 @@ type DecodeOptions struct {
 	WithoutTimestamps bool
 	// SampleLen caps the sampled tokens (0: n_text_ctx / 2, mlx-whisper's default).
 	SampleLen int
-	// Seed seeds sampling at temperature > 0.
+	// Keys is the random state sampling at temperature > 0 draws from
+	// (nil: a fresh sequence from Seed, freed after the window).
+	Keys *KeySequence
 	Seed uint64
 	// Trace, when set, receives each step's decoder logits for the last
 	// position (float32, before any filter) and the token chosen.
 	Trace func(step int, logits []float32, token int32)
+}
+
+// KeySequence is MLX's global random state as mlx-whisper draws from it:
+// mx.random.seed(seed) makes the key, and every categorical call takes
+// split(key)[1] and keeps split(key)[0] (KeySequence::next). One sequence
+// for a whole transcription, across windows and fallbacks, draws the keys
+// mlx-whisper's transcribe() draws after mx.random.seed(seed).
+type KeySequence struct{ key *mlx.Array }
+
+// NewKeySequence is mx.random.seed(seed). Call it on the executor.
+func NewKeySequence(seed uint64) *KeySequence {
+	k := mlx.Key(seed)
+	mlx.Detach(k)
+	return &KeySequence{key: k}
+}
+
+// Next is KeySequence::next: the key for one draw (in the caller's
+// scope); the state moves on.
+func (k *KeySequence) Next() (*mlx.Array, error) {
+	ks := mlx.SplitKey(k.key, 2)
+	nk := mlx.Reshape(mlx.Slice(ks, []int{0, 0}, []int{1, 2}), 2)
+	sub := mlx.Reshape(mlx.Slice(ks, []int{1, 0}, []int{2, 2}), 2)
+	if err := mlx.Eval(nk); err != nil {
+		return nil, err
+	}
+	mlx.Detach(nk)
+	k.key.Free()
+	k.key = nk
+	return sub, nil
+}
+
+// Free releases the state.
+func (k *KeySequence) Free() {
+	if k != nil && k.key != nil {
+		k.key.Free()
+		k.key = nil
+	}
 }
 
 // DecodeResult is one window's DecodingResult.
@@ -141,11 +180,10 @@ func (d *Decoder) decodeFeatures(audio *mlx.Array, o DecodeOptions) (*DecodeResu
 		blankMask[id] = float32(math.Inf(-1))
 	}
 	blank := mlx.FromSlice(blankMask, dims.NVocab)
-	var key *mlx.Array
-	if o.Temperature > 0 {
-		key = mlx.Key(o.Seed)
-		mlx.Detach(key)
-		defer func() { key.Free() }()
+	keys := o.Keys
+	if o.Temperature > 0 && keys == nil {
+		keys = NewKeySequence(o.Seed)
+		defer keys.Free()
 	}
 	tokens := append([]int32(nil), initial...)
 	var sumLogprob float32
@@ -224,16 +262,11 @@ func (d *Decoder) decodeFeatures(audio *mlx.Array, o DecodeOptions) (*DecodeResu
 		if o.Temperature == 0 {
 			next = mlx.Argmax(logits, -1, false)
 		} else {
-			ks := mlx.SplitKey(key, 2)
-			nk := mlx.Reshape(mlx.Slice(ks, []int{0, 0}, []int{1, 2}), 2)
-			sub := mlx.Reshape(mlx.Slice(ks, []int{1, 0}, []int{2, 2}), 2)
-			if err := mlx.Eval(nk); err != nil {
+			sub, err := keys.Next()
+			if err != nil {
 				ss.Close()
 				return nil, err
 			}
-			mlx.Detach(nk)
-			key.Free()
-			key = nk
 			next = mlx.Categorical(mlx.Divide(logits, mlx.Scalar(float32(o.Temperature), mlx.Float32)), -1, sub)
 		}
 		lp := mlx.Subtract(logits, mlx.LogSumExp(logits, []int{-1}, true))
@@ -261,6 +294,16 @@ func (d *Decoder) decodeFeatures(audio *mlx.Array, o DecodeOptions) (*DecodeResu
 			o.Trace(step, traced, id)
 		}
 		if id == t.EOT {
+			// mlx-whisper builds the next step before it sees the end
+			// (unless the loop ends first): its categorical draws a key.
+			if o.Temperature > 0 && step+1 < sampleLen && len(tokens) <= dims.NTextCtx {
+				ks := mlx.NewScope()
+				_, err := keys.Next()
+				ks.Close()
+				if err != nil {
+					return nil, err
+				}
+			}
 			break
 		}
 		inputs = []int32{id}

@@ -76,6 +76,14 @@ func diff(a, b []float32) (n int, maxAbs float64) {
 	return n, maxAbs
 }
 
+func temps(r oracleResult) []float64 {
+	var out []float64
+	for _, d := range r.Decodings {
+		out = append(out, d.Temperature)
+	}
+	return out
+}
+
 // TestL1AgainstMLXWhisper: on each recorded clip, mlxgo's mel against
 // mlx-whisper's (reported, not required to be bit-identical: the shim has no
 // log10); then, fed mlx-whisper's mel, the encoder output of the first window
@@ -83,6 +91,10 @@ func diff(a, b []float32) (n int, maxAbs float64) {
 // long-form windows included) bit-identical, the same tokens, segments and
 // text; and from mlxgo's own mel, the same text. faster-whisper's text on
 // the same CT2 weights (testdata/whisper_faster.py) must be the same too.
+// The "fallback" clip (jfk's first 3.2 s six times) is too repetitive at
+// every temperature: its six decodings (0, 0.2, …, 1.0) compare the
+// fallback rule and mlx-whisper's sampling from mx.random.seed(0) through
+// the same key sequence (whisper.KeySequence), logits and tokens bit for bit.
 func TestL1AgainstMLXWhisper(t *testing.T) {
 	dir, clips := oracleDir(t)
 	d := loadDecoder(t)
@@ -191,6 +203,21 @@ func TestL1AgainstMLXWhisper(t *testing.T) {
 						s.CompressionRatio != w.CompressionRatio {
 						t.Errorf("segment %d:\n%+v\nmlx-whisper\n%+v", i, s, w)
 					}
+				}
+
+				// A clip that falls back to sampling is compared to mlx-whisper
+				// alone: faster-whisper samples from its own generator, and
+				// mlxgo's own mel (one ulp off in places) may move a draw.
+				sampled := false
+				for _, w := range want.Decodings {
+					sampled = sampled || w.Temperature > 0
+				}
+				if sampled {
+					if len(want.Decodings) < 2 {
+						t.Fatalf("a sampled clip with %d decodings: no fallback was compared", len(want.Decodings))
+					}
+					t.Logf("sampled decodings (temperatures %v): no faster-whisper or own-mel comparison", temps(want))
+					return
 				}
 
 				// faster-whisper on the same CT2 weights (float32 on the CPU:

@@ -21,7 +21,9 @@ type Options struct {
 	NoConditionOnPreviousText bool
 	InitialPrompt             string
 	WithoutTimestamps         bool
-	Seed                      uint64
+	// Seed is mx.random.seed(Seed) before mlx-whisper's transcribe(): one
+	// key sequence for every sampled decoding of the transcription.
+	Seed uint64
 	// Window, when set, is called after each decoded window (progress).
 	Window func(seek, frames int)
 	// Trace is passed to every window's decoding (oracle tests); attempt
@@ -132,6 +134,7 @@ type Run struct {
 	allTokens        []int32
 	promptResetSince int
 	initialPrompt    []int32
+	keys             *KeySequence // made at the first sampled decoding
 }
 
 // Start computes the log-mel of 16 kHz mono samples (plus 30 s of silence)
@@ -168,6 +171,13 @@ func (r *Run) Result() *Result {
 	return r.res
 }
 
+// Close frees the random state; Step calls it at the end and on an error,
+// and a caller that abandons a Run calls it (on the executor).
+func (r *Run) Close() {
+	r.keys.Free()
+	r.keys = nil
+}
+
 // Step decodes the next window (with temperature fallback) and reports
 // whether the transcription is done. Call it on the executor.
 func (r *Run) Step(ctx context.Context) (bool, error) {
@@ -175,12 +185,18 @@ func (r *Run) Step(ctx context.Context) (bool, error) {
 		return true, nil
 	}
 	if err := ctx.Err(); err != nil {
+		r.Close()
 		return true, err
 	}
 	if err := r.window(); err != nil {
+		r.Close()
 		return true, err
 	}
-	return r.seek >= r.contentFrames, nil
+	if r.seek >= r.contentFrames {
+		r.Close()
+		return true, nil
+	}
+	return false, nil
 }
 
 // window is one iteration of mlx-whisper's transcribe loop.
@@ -205,7 +221,10 @@ func (r *Run) window() error {
 	for i, temp := range r.temps {
 		win := r.attempts
 		r.attempts++
-		do := DecodeOptions{Temperature: temp, Prompt: prompt, WithoutTimestamps: o.WithoutTimestamps, Seed: o.Seed + uint64(res.Windows)*1000 + uint64(i)}
+		if temp > 0 && r.keys == nil {
+			r.keys = NewKeySequence(o.Seed)
+		}
+		do := DecodeOptions{Temperature: temp, Prompt: prompt, WithoutTimestamps: o.WithoutTimestamps, Keys: r.keys}
 		if o.Trace != nil {
 			do.Trace = func(step int, logits []float32, tok int32) { o.Trace(win, step, logits, tok) }
 		}
