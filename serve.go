@@ -14,6 +14,7 @@ import (
 	"github.com/mlxgo/mlxgo/mlx"
 	"github.com/mlxgo/mlxgo/models"
 	"github.com/mlxgo/mlxgo/models/embed"
+	"github.com/mlxgo/mlxgo/models/silero"
 	"github.com/mlxgo/mlxgo/models/whisper"
 	"github.com/mlxgo/mlxgo/server"
 	"github.com/mlxgo/mlxgo/tok"
@@ -48,6 +49,9 @@ Flags:
 	                          tokenizer.json beside it); uploads up to 25 MiB,
 	                          each transcription a job of the same queue, run
 	                          window by window between generation steps
+	--vad-model FILE          with --whisper-model: cut each upload to the speech
+	                          Silero VAD v5 finds in it (silero_vad_v5.onnx, as
+	                          mlxgo transcribe --vad; times stay in its clock)
 	--host HOST               address to listen on (default 127.0.0.1)
 	--port N                  port (default 8080; 0 picks a free one)
 	--batch N                 rows decoded together: the cap of the one
@@ -103,6 +107,7 @@ type serveCommand struct{ m *Main }
 type serveFlags struct {
 	model, host, apiKey, cors string
 	embedModel, whisperModel  string
+	vadModel                  string
 	draftModel                string
 	numDraft                  int
 	port, batch, maxTokens    int
@@ -123,6 +128,7 @@ func (c *serveCommand) parse(args []string) (*serveFlags, error) {
 	f.adapters.register(fs.FlagSet, true)
 	fs.StringVar(&f.embedModel, "embed-model", "", "")
 	fs.StringVar(&f.whisperModel, "whisper-model", "", "")
+	fs.StringVar(&f.vadModel, "vad-model", "", "")
 	fs.StringVar(&f.host, "host", "127.0.0.1", "")
 	fs.IntVar(&f.port, "port", 8080, "")
 	fs.IntVar(&f.batch, "batch", 1, "")
@@ -179,6 +185,8 @@ func (c *serveCommand) parse(args []string) (*serveFlags, error) {
 	switch {
 	case fs.NArg() > 0:
 		return nil, usagef("unexpected argument %q", fs.Arg(0))
+	case f.vadModel != "" && f.whisperModel == "":
+		return nil, usagef("--vad-model cuts uploads to /v1/audio: it needs --whisper-model DIR")
 	case f.port < 0 || f.port > 65535:
 		return nil, usagef("--port must be between 0 and 65535")
 	case f.batch < 1:
@@ -219,7 +227,7 @@ func (c *serveCommand) Run(ctx context.Context, args []string) error {
 	}
 	var tr *server.Transcriber
 	if f.whisperModel != "" {
-		if tr, err = loadTranscriber(f.whisperModel); err != nil {
+		if tr, err = loadTranscriber(f.whisperModel, f.vadModel); err != nil {
 			return err
 		}
 		defer mlx.Do(func() error { tr.Model.Close(); return nil })
@@ -380,7 +388,14 @@ func (c *serveCommand) serveEmbeddingsOnly(ctx context.Context, f *serveFlags, p
 
 // loadTranscriber loads a Whisper model directory for /v1/audio (on the
 // MLX executor; the caller closes tr.Model there).
-func loadTranscriber(dir string) (*server.Transcriber, error) {
+func loadTranscriber(dir, vadModel string) (*server.Transcriber, error) {
+	var vad *silero.Model
+	if vadModel != "" {
+		var err error
+		if vad, err = silero.Load(vadModel); err != nil {
+			return nil, err
+		}
+	}
 	if st, err := os.Stat(dir); err != nil {
 		return nil, fmt.Errorf("cannot load whisper model: %w", err)
 	} else if !st.IsDir() {
@@ -395,7 +410,9 @@ func loadTranscriber(dir string) (*server.Transcriber, error) {
 		mlx.Do(func() error { m.Close(); return nil })
 		return nil, err
 	}
-	return server.NewTranscriber(m, tk, dir, servedModelID(dir, dir), "mlxgo "+Version), nil
+	tr := server.NewTranscriber(m, tk, dir, servedModelID(dir, dir), "mlxgo "+Version)
+	tr.VAD = vad
+	return tr, nil
 }
 
 // serveAudioOnly serves a Whisper model alone: the completion endpoints
@@ -404,7 +421,7 @@ func (c *serveCommand) serveAudioOnly(ctx context.Context, f *serveFlags) error 
 	if err := loadMLX(ctx, &f.rt); err != nil {
 		return err
 	}
-	tr, err := loadTranscriber(f.whisperModel)
+	tr, err := loadTranscriber(f.whisperModel, f.vadModel)
 	if err != nil {
 		return err
 	}

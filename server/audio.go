@@ -22,6 +22,7 @@ import (
 	"github.com/mlxgo/mlxgo/gen"
 	"github.com/mlxgo/mlxgo/mlx"
 	"github.com/mlxgo/mlxgo/models"
+	"github.com/mlxgo/mlxgo/models/silero"
 	"github.com/mlxgo/mlxgo/models/whisper"
 	"github.com/mlxgo/mlxgo/models/whisper/audio"
 )
@@ -43,6 +44,9 @@ type Transcriber struct {
 	MaxBytes    int64
 	Fingerprint func() (string, error)
 	Composition Composition
+	// VAD, when set, cuts each upload to the speech Silero VAD finds
+	// (get_speech_timestamps' defaults); times stay in the upload's clock.
+	VAD *silero.Model
 }
 
 // NewTranscriber describes a Whisper model loaded from dir for the server;
@@ -331,6 +335,13 @@ func (s *Server) handleAudio(w http.ResponseWriter, r *http.Request, translate b
 	}
 	vad := "off"
 	run := samples
+	var speech *silero.Speech
+	if tr.VAD != nil {
+		speech = silero.Cut(samples, silero.SpeechTimestamps(tr.VAD.Probs(samples), len(samples), silero.DefaultParams()))
+		run = speech.Samples
+		vad = fmt.Sprintf("silero v5: %d speech spans, %.2f of %.2f s kept", len(speech.Spans),
+			float64(len(run))/audio.SampleRate, float64(len(samples))/audio.SampleRate)
+	}
 	tt := &transcribeTask{d: d, samples: run, o: o}
 	j := &job{ctx: ctx, task: tt, events: make(chan event, 1), queued: time.Now(), m: s.m}
 	if len(run) > 0 {
@@ -356,6 +367,13 @@ func (s *Server) handleAudio(w http.ResponseWriter, r *http.Request, translate b
 		return
 	}
 	res := tt.res
+	if speech != nil {
+		for i := range res.Segments {
+			sg := &res.Segments[i]
+			sg.Start = math.Round(speech.Original(sg.Start, false)*1000) / 1000
+			sg.End = math.Round(speech.Original(sg.End, true)*1000) / 1000
+		}
+	}
 	res.Duration = float64(len(samples)) / audio.SampleRate
 	c := tr.Composition
 	c.ArtifactFingerprint, _ = tr.Fingerprint()

@@ -20,6 +20,7 @@ import (
 	"github.com/mlxgo/mlxgo/internal/mlxtest"
 	"github.com/mlxgo/mlxgo/internal/testenv"
 	"github.com/mlxgo/mlxgo/mlx"
+	"github.com/mlxgo/mlxgo/models/silero"
 	"github.com/mlxgo/mlxgo/models/whisper"
 	"github.com/mlxgo/mlxgo/models/whisper/audio"
 )
@@ -320,4 +321,44 @@ func TestTranscriptionDuringGeneration(t *testing.T) {
 	}
 	cancel()
 	<-genDone
+}
+
+// TestAudioVAD: with serve --vad-model, an upload of 4 s of jfk.wav between
+// 3 s and 2 s of silence is cut to Silero's speech spans, and the segment
+// times come back in the upload's clock.
+func TestAudioVAD(t *testing.T) {
+	base := tinyEN(t)
+	vad, err := silero.Load(testenv.DataFile(t, "silero/silero_vad_v5.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := *base
+	tr.VAD = vad
+	url, _ := startServer(t, Config{Transcriber: &tr})
+	_, speech := jfkCut(t, 4)
+	padded := append(append(make([]float32, 3*audio.SampleRate), speech...), make([]float32, 2*audio.SampleRate)...)
+	ct, body := multipartBody(t, "file", pcmWAV(padded), "response_format", "verbose_json")
+	status, b := postRaw(t, url+"/v1/audio/transcriptions", ct, body)
+	var res struct {
+		Text     string  `json:"text"`
+		Duration float64 `json:"duration"`
+		Segments []struct {
+			Start, End float64
+		} `json:"segments"`
+		X struct {
+			VAD string `json:"vad"`
+		} `json:"x_mlxgo"`
+	}
+	if status != 200 || json.Unmarshal(b, &res) != nil || len(res.Segments) == 0 {
+		t.Fatalf("%d %s", status, b)
+	}
+	if !strings.HasPrefix(res.X.VAD, "silero v5: ") || res.Duration != 9 {
+		t.Errorf("x_mlxgo.vad %q, duration %v", res.X.VAD, res.Duration)
+	}
+	if s, e := res.Segments[0].Start, res.Segments[len(res.Segments)-1].End; s < 3 || e > 7.1 {
+		t.Errorf("segments from %.2f to %.2f s, want them inside the speech at 3-7 s", s, e)
+	}
+	if !strings.Contains(strings.ToLower(res.Text), "and so my fellow american") {
+		t.Errorf("text %q", res.Text)
+	}
 }
