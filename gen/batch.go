@@ -453,12 +453,12 @@ func (b *Batch) decode() error {
 // recurrent layer), every row decodes through its own caches instead
 // (kv.Rows) and b.kv is dissolved.
 func (b *Batch) group(together []*batchRow) []*batchRow {
+	if b.padded == nil {
+		return together
+	}
 	in := make(map[*batchRow]bool, len(together))
 	for _, r := range together {
 		in[r] = true
-	}
-	if b.padded == nil {
-		return together
 	}
 	for _, r := range b.members {
 		if !in[r] {

@@ -144,7 +144,7 @@ func (b *Batch) Join(caches []Cache) (int, error) {
 	}
 	b.pads = append(b.pads, at-n)
 	b.removed = append(b.removed, false)
-	return len(b.pads) - 1 - b.gone(), nil
+	return len(b.pads) - 1, nil // compacted above: no row has left
 }
 
 // gone is the number of rows that left and are not yet compacted away.
@@ -322,5 +322,12 @@ func (l *BatchLayer) Attend(queries, keys, values *mlx.Array, scale float32, mas
 	l.offset += n
 	l.keys = replace(l.keys, setSlice2(l.keys, keys, prev, l.offset))
 	l.values = replace(l.values, setSlice2(l.values, values, prev, l.offset))
-	return sdpa(queries, slice2(l.keys, 0, l.offset), slice2(l.values, 0, l.offset), scale, mask)
+	k, v := l.fetch()
+	return sdpa(queries, k, v, scale, mask)
+}
+
+// fetch is the written part of the buffers (every row's padding included),
+// new handles in the caller's scope.
+func (l *BatchLayer) fetch() (*mlx.Array, *mlx.Array) {
+	return slice2(l.keys, 0, l.offset), slice2(l.values, 0, l.offset)
 }

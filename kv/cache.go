@@ -128,14 +128,7 @@ func PositionOf(c Cache) Position {
 
 // sdpa is mx.fast.scaled_dot_product_attention with mlx-lm's mask forms.
 func sdpa(q, k, v *mlx.Array, scale float32, mask Mask) *mlx.Array {
-	switch {
-	case mask.Array != nil:
-		return mlx.ScaledDotProductAttention(q, k, v, scale, mlx.MaskNone, mask.Array, nil)
-	case mask.Causal:
-		return mlx.ScaledDotProductAttention(q, k, v, scale, mlx.MaskCausal, nil, nil)
-	default:
-		return mlx.ScaledDotProductAttention(q, k, v, scale, mlx.MaskNone, nil, nil)
-	}
+	return sdpaSinks(q, k, v, scale, mask, nil)
 }
 
 // MaybeQuantize is mlx-lm's maybe_quantize_kv_cache: with bits set, every

@@ -29,14 +29,9 @@ func AttentionSinks(c Cache, queries, keys, values *mlx.Array, scale float32, ma
 	case *Quantized:
 		return mlx.ErrorArray(fmt.Errorf("cannot attend with attention sinks over a quantized kv cache (mlx-lm: quantized SDPA does not support attention sinks)"))
 	case *Rows:
-		if len(mask.Rows) != len(c.rows) {
-			return mlx.ErrorArray(fmt.Errorf("cannot attend over %d rows with %d row masks", len(c.rows), len(mask.Rows)))
-		}
-		outs := make([]*mlx.Array, len(c.rows))
-		for i, rc := range c.rows {
-			outs[i] = AttentionSinks(rc, row(queries, i), row(keys, i), row(values, i), scale, mask.Rows[i], sinks)
-		}
-		return mlx.Concatenate(outs, 0)
+		return c.each(mask, func(rc Cache, i int, m Mask) *mlx.Array {
+			return AttentionSinks(rc, row(queries, i), row(keys, i), row(values, i), scale, m, sinks)
+		})
 	default:
 		return mlx.ErrorArray(fmt.Errorf("cannot attend with attention sinks through a %T", c))
 	}
@@ -66,19 +61,15 @@ func AttendStored(c Cache, queries *mlx.Array, scale float32, mask Mask) *mlx.Ar
 		}
 		return sdpa(queries, c.keys.Clone(), c.values.Clone(), scale, mask)
 	case *Rows:
-		if len(mask.Rows) != len(c.rows) {
-			return mlx.ErrorArray(fmt.Errorf("cannot attend over %d rows with %d row masks", len(c.rows), len(mask.Rows)))
-		}
-		outs := make([]*mlx.Array, len(c.rows))
-		for i, rc := range c.rows {
-			outs[i] = AttendStored(rc, row(queries, i), scale, mask.Rows[i])
-		}
-		return mlx.Concatenate(outs, 0)
+		return c.each(mask, func(rc Cache, i int, m Mask) *mlx.Array {
+			return AttendStored(rc, row(queries, i), scale, m)
+		})
 	case *BatchLayer:
 		if c.keys == nil {
 			return mlx.ErrorArray(fmt.Errorf("cannot attend over an empty decode batch"))
 		}
-		return sdpa(queries, slice2(c.keys, 0, c.offset), slice2(c.values, 0, c.offset), scale, mask)
+		k, v := c.fetch()
+		return sdpa(queries, k, v, scale, mask)
 	default:
 		return mlx.ErrorArray(fmt.Errorf("cannot attend over the keys and values of a %T (a quantized cache cannot be shared between layers)", c))
 	}

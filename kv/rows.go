@@ -53,12 +53,20 @@ func (r *Rows) MakeMask(n, windowSize int, returnArray bool) Mask {
 // Attend runs row r through its own cache with mask.Rows[r]. Distinct slices
 // for keys and values: a cache takes what it is given as its own.
 func (r *Rows) Attend(queries, keys, values *mlx.Array, scale float32, mask Mask) *mlx.Array {
+	return r.each(mask, func(c Cache, i int, m Mask) *mlx.Array {
+		return Attention(c, row(queries, i), row(keys, i), row(values, i), scale, m)
+	})
+}
+
+// each is attend(row r's cache, r, its mask) for every row, concatenated
+// back along the batch: the fan-out of every attention through Rows.
+func (r *Rows) each(mask Mask, attend func(c Cache, i int, m Mask) *mlx.Array) *mlx.Array {
 	if len(mask.Rows) != len(r.rows) {
 		return mlx.ErrorArray(fmt.Errorf("cannot attend over %d rows with %d row masks", len(r.rows), len(mask.Rows)))
 	}
 	outs := make([]*mlx.Array, len(r.rows))
 	for i, c := range r.rows {
-		outs[i] = Attention(c, row(queries, i), row(keys, i), row(values, i), scale, mask.Rows[i])
+		outs[i] = attend(c, i, mask.Rows[i])
 	}
 	return mlx.Concatenate(outs, 0)
 }

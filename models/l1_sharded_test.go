@@ -1,7 +1,6 @@
 package models_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -13,7 +12,6 @@ import (
 	"time"
 
 	"github.com/mlxgo/mlxgo/internal/mlxtest"
-	"github.com/mlxgo/mlxgo/internal/testenv"
 	"github.com/mlxgo/mlxgo/mlx"
 	"github.com/mlxgo/mlxgo/models"
 )
@@ -28,24 +26,12 @@ var loadL1 = func(path string, opts models.LoadOptions) (models.Model, error) { 
 func shardedCases(t *testing.T) map[string]oracleCase {
 	t.Helper()
 	index := filepath.Join(oracleDir(), "sharded", "index.json")
-	data, err := os.ReadFile(index)
-	if err != nil {
-		testenv.Missing(t, "sharded oracle fixtures "+index, "make oracle (mlx.launch -n 2 --backend ring ... models/testdata/oracle/sharded.py)")
-	}
-	var idx struct {
-		Cases map[string]oracleCase `json:"cases"`
-	}
-	if err := json.Unmarshal(data, &idx); err != nil {
-		t.Fatalf("cannot parse %s: %v", index, err)
-	}
-	if len(idx.Cases) == 0 {
-		t.Fatalf("%s lists no cases", index)
-	}
-	for n, c := range idx.Cases {
+	cases := readCases[oracleCase](t, index, "sharded oracle fixtures", "make oracle (mlx.launch -n 2 --backend ring ... models/testdata/oracle/sharded.py)")
+	for n, c := range cases {
 		c.File = filepath.Join("..", "sharded", c.File)
-		idx.Cases[n] = c
+		cases[n] = c
 	}
-	return idx.Cases
+	return cases
 }
 
 // TestL1Sharded runs two ranks of this test binary over MLX's ring backend

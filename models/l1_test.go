@@ -58,6 +58,27 @@ func oracleDir() string {
 
 var fixturesOnce sync.Once
 
+// readCases reads an oracle script's index.json: its cases, which must be
+// there (what and hint say which fixtures and how they are made) and not
+// none.
+func readCases[C any](t *testing.T, index, what, hint string) map[string]C {
+	t.Helper()
+	data, err := os.ReadFile(index)
+	if err != nil {
+		testenv.Missing(t, what+" "+index, hint)
+	}
+	var idx struct {
+		Cases map[string]C `json:"cases"`
+	}
+	if err := json.Unmarshal(data, &idx); err != nil {
+		t.Fatalf("cannot parse %s: %v", index, err)
+	}
+	if len(idx.Cases) == 0 {
+		t.Fatalf("%s lists no cases", index)
+	}
+	return idx.Cases
+}
+
 // oracleCases returns the fixtures, generating them with the oracle scripts
 // when absent (they are never committed).
 func oracleCases(t *testing.T) map[string]oracleCase {
@@ -82,20 +103,7 @@ func oracleCases(t *testing.T) map[string]oracleCase {
 			run("smollm2_gguf.py")
 		}
 	})
-	data, err := os.ReadFile(index)
-	if err != nil {
-		testenv.Missing(t, "oracle fixtures "+index, "python models/testdata/oracle/make_tiny.py && python models/testdata/oracle/logits.py --suite")
-	}
-	var idx struct {
-		Cases map[string]oracleCase `json:"cases"`
-	}
-	if err := json.Unmarshal(data, &idx); err != nil {
-		t.Fatalf("cannot parse %s: %v", index, err)
-	}
-	if len(idx.Cases) == 0 {
-		t.Fatalf("%s lists no cases", index)
-	}
-	return idx.Cases
+	return readCases[oracleCase](t, index, "oracle fixtures", "python models/testdata/oracle/make_tiny.py && python models/testdata/oracle/logits.py --suite")
 }
 
 // fixture is a case's arrays.

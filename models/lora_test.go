@@ -1,7 +1,6 @@
 package models_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -51,20 +50,7 @@ func loraCases(t *testing.T) map[string]loraCase {
 			t.Fatalf("cannot generate the adapter fixtures (lora.py): %v\n%s", err, out)
 		}
 	})
-	data, err := os.ReadFile(index)
-	if err != nil {
-		testenv.Missing(t, "adapter fixtures "+index, "make oracle (models/testdata/oracle/lora.py)")
-	}
-	var idx struct {
-		Cases map[string]loraCase `json:"cases"`
-	}
-	if err := json.Unmarshal(data, &idx); err != nil {
-		t.Fatalf("cannot parse %s: %v", index, err)
-	}
-	if len(idx.Cases) == 0 {
-		t.Fatalf("%s lists no cases", index)
-	}
-	return idx.Cases
+	return readCases[loraCase](t, index, "adapter fixtures", "make oracle (models/testdata/oracle/lora.py)")
 }
 
 // loadAdapted loads c's model with its adapter: fused, or unfused and the
