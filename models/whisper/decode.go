@@ -338,3 +338,62 @@ func fill(s []float32, v float32) {
 		s[i] = v
 	}
 }
+
+// LanguageResult is detect_language's answer for one window.
+type LanguageResult struct {
+	// Language is the most probable language (max over Probs, the first
+	// of equals, as transcribe()'s max(probs, key=probs.get)).
+	Language string
+	// Probs are the probabilities of the model's languages in
+	// LanguageTokens' order (softmax over the language tokens alone).
+	Probs []float64
+	// Logits are the decoder's logits at the <|startoftranscript|>
+	// position, before the language mask (float32 view, for the oracle test).
+	Logits []float32
+}
+
+// DetectLanguage is mlx-whisper's detect_language on one 30-second mel
+// window [3000, n_mels]: the encoder, then the decoder on
+// <|startoftranscript|> alone, its logits masked to the language tokens
+// (a float32 mask of 0 and -inf added), softmax. Multilingual models only.
+// Call it on the executor.
+func (d *Decoder) DetectLanguage(mel []float32) (*LanguageResult, error) {
+	langs := d.Tok.LanguageTokens()
+	if len(langs) == 0 {
+		return nil, fmt.Errorf("this model is English-only: it has no language tokens to detect a language with")
+	}
+	s := mlx.NewScope()
+	defer s.Close()
+	dims := d.M.Dims
+	x := mlx.AsType(mlx.FromSlice(mel, 1, 2*dims.NAudioCtx, dims.NMels), d.M.Activation)
+	audio := d.M.Encode(x)
+	var cache Cache
+	defer cache.Free()
+	pre := d.M.Decode(mlx.FromSlice([]int32{d.Tok.SOT}, 1, 1), audio, &cache)
+	row := mlx.Reshape(mlx.Slice(pre, []int{0, 0, 0}, []int{1, 1, dims.NVocab}), 1, dims.NVocab)
+	mask := make([]float32, dims.NVocab)
+	fill(mask, float32(math.Inf(-1)))
+	for _, id := range langs {
+		mask[id] = 0
+	}
+	masked := mlx.Add(row, mlx.FromSlice(mask, 1, dims.NVocab))
+	probs := mlx.Softmax(masked, []int{-1}, false)
+	logits, err := mlx.AsType(row, mlx.Float32).Float32s()
+	if err != nil {
+		return nil, fmt.Errorf("whisper language detection: %w", err)
+	}
+	p, err := probs.Float32s()
+	if err != nil {
+		return nil, fmt.Errorf("whisper language detection: %w", err)
+	}
+	r := &LanguageResult{Logits: logits, Probs: make([]float64, len(langs))}
+	best := -1
+	for i, id := range langs {
+		r.Probs[i] = float64(p[id])
+		if best < 0 || r.Probs[i] > r.Probs[best] {
+			best = i
+		}
+	}
+	r.Language = Languages[best]
+	return r, nil
+}

@@ -60,13 +60,13 @@ func Write(w io.Writer, format, task string, r *Result) error {
 			return err
 		}
 	case "srt":
-		for i, s := range r.Segments {
-			fmt.Fprintf(&b, "%d\n%s --> %s\n%s\n\n", i+1, formatTimestamp(s.Start, true, ","), formatTimestamp(s.End, true, ","), subtitleText(s.Text))
+		for i, s := range subtitles(r) {
+			fmt.Fprintf(&b, "%d\n%s --> %s\n%s\n\n", i+1, formatTimestamp(s.start, true, ","), formatTimestamp(s.end, true, ","), s.text)
 		}
 	case "vtt":
 		b.WriteString("WEBVTT\n\n")
-		for _, s := range r.Segments {
-			fmt.Fprintf(&b, "%s --> %s\n%s\n\n", formatTimestamp(s.Start, false, "."), formatTimestamp(s.End, false, "."), subtitleText(s.Text))
+		for _, s := range subtitles(r) {
+			fmt.Fprintf(&b, "%s --> %s\n%s\n\n", formatTimestamp(s.start, false, "."), formatTimestamp(s.end, false, "."), s.text)
 		}
 	case "tsv":
 		b.WriteString("start\tend\ttext\n")
@@ -86,6 +86,36 @@ func writeJSON(w io.Writer, v any) error {
 	e := json.NewEncoder(w)
 	e.SetEscapeHTML(false)
 	return e.Encode(v)
+}
+
+type subtitle struct {
+	start, end float64
+	text       string
+}
+
+// subtitles is SubtitlesWriter.iterate_result with its defaults: a segment
+// per subtitle; with word timestamps, the words of each segment that has
+// any, from its first word's start to its last word's end, the first word
+// stripped (no "-->" replacement there, as in mlx-whisper).
+func subtitles(r *Result) []subtitle {
+	var out []subtitle
+	if len(r.Segments) > 0 && r.Segments[0].Words != nil {
+		for _, s := range r.Segments {
+			if len(s.Words) == 0 {
+				continue
+			}
+			text := trimSpace(s.Words[0].Word)
+			for _, w := range s.Words[1:] {
+				text += w.Word
+			}
+			out = append(out, subtitle{s.Words[0].Start, s.Words[len(s.Words)-1].End, text})
+		}
+		return out
+	}
+	for _, s := range r.Segments {
+		out = append(out, subtitle{s.Start, s.End, subtitleText(s.Text)})
+	}
+	return out
 }
 
 func subtitleText(s string) string { return strings.ReplaceAll(trimSpace(s), "-->", "->") }

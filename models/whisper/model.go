@@ -107,6 +107,10 @@ type Model struct {
 	Dtype, Activation mlx.Dtype
 	// Source names where the weights came from, e.g. "ctranslate2 model.bin".
 	Source string
+	// AlignmentHeads are the (layer, head) pairs word timestamps read
+	// (CTranslate2 config.json's alignment_heads); empty: mlx-whisper's
+	// default, every head of the last half of the decoder layers.
+	AlignmentHeads [][2]int
 
 	conv1w, conv1b, conv2w, conv2b *mlx.Array
 	audioPos                       *mlx.Array
@@ -174,6 +178,22 @@ func loadCT2(dir string) (*Model, error) {
 		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "model.bin"), err)
 	}
 	m.Source = fmt.Sprintf("CTranslate2 model.bin (binary version %d, %s revision %d)", ct.Version, ct.Spec, ct.Revision)
+	if b, err := os.ReadFile(filepath.Join(dir, "config.json")); err == nil {
+		var cfg struct {
+			AlignmentHeads [][2]int `json:"alignment_heads"`
+		}
+		if err := json.Unmarshal(b, &cfg); err != nil {
+			m.Close()
+			return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "config.json"), err)
+		}
+		for _, lh := range cfg.AlignmentHeads {
+			if lh[0] < 0 || lh[0] >= m.Dims.NTextLayer || lh[1] < 0 || lh[1] >= m.Dims.NTextHead {
+				m.Close()
+				return nil, fmt.Errorf("%s: alignment head %v outside %d layers of %d heads", filepath.Join(dir, "config.json"), lh, m.Dims.NTextLayer, m.Dims.NTextHead)
+			}
+		}
+		m.AlignmentHeads = cfg.AlignmentHeads
+	}
 	return m, nil
 }
 
@@ -568,6 +588,13 @@ func gelu(x *mlx.Array) *mlx.Array {
 
 // attend is MultiHeadAttention.qkv_attention.
 func (a *attention) attend(q, k, v, mask *mlx.Array) *mlx.Array {
+	out, _ := a.attendQK(q, k, v, mask)
+	return out
+}
+
+// attendQK is attend that also returns qk, the scores before the softmax
+// (qkv_attention's second result, what find_alignment reads).
+func (a *attention) attendQK(q, k, v, mask *mlx.Array) (*mlx.Array, *mlx.Array) {
 	b, nCtx, nState := q.Dim(0), q.Dim(1), q.Dim(2)
 	dt := q.Dtype()
 	scale := mlx.Scalar(float32(math.Pow(float64(nState/a.nHead), -0.25)), dt)
@@ -580,7 +607,7 @@ func (a *attention) attend(q, k, v, mask *mlx.Array) *mlx.Array {
 	}
 	w := mlx.Softmax(qk, []int{-1}, true)
 	out := mlx.Transpose(mlx.Matmul(w, v), 0, 2, 1, 3)
-	return a.out.apply(mlx.Reshape(out, b, nCtx, nState))
+	return a.out.apply(mlx.Reshape(out, b, nCtx, nState)), qk
 }
 
 // Encode runs the audio encoder on mel [batch, 3000, n_mels] (the model's
@@ -609,6 +636,11 @@ func (m *Model) Encode(mel *mlx.Array) *mlx.Array {
 type Cache struct {
 	selfK, selfV, crossK, crossV []*mlx.Array
 	offset                       int
+	// KeepCrossQK makes Decode record each layer's cross-attention scores
+	// [batch, heads, n, audio ctx] (in the caller's scope) in CrossQK:
+	// forward_with_cross_qk, for word timestamps.
+	KeepCrossQK bool
+	CrossQK     []*mlx.Array
 }
 
 // Len is the number of tokens the cache holds.
@@ -621,7 +653,7 @@ func (c *Cache) Free() {
 			a.Free()
 		}
 	}
-	*c = Cache{}
+	*c = Cache{KeepCrossQK: c.KeepCrossQK}
 }
 
 // causalMask is mlx-whisper's decoder mask[:n, :n]: create_additive_causal_mask
@@ -682,7 +714,11 @@ func (m *Model) Decode(tokens, audio *mlx.Array, c *Cache) *mlx.Array {
 			c.crossK[i], c.crossV[i] = b.cross.key.apply(audio), b.cross.value.apply(audio)
 			kept = append(kept, c.crossK[i], c.crossV[i])
 		}
-		x = mlx.Add(x, b.cross.attend(b.cross.query.apply(h), c.crossK[i], c.crossV[i], nil))
+		ca, qk := b.cross.attendQK(b.cross.query.apply(h), c.crossK[i], c.crossV[i], nil)
+		if c.KeepCrossQK {
+			c.CrossQK = append(c.CrossQK, qk)
+		}
+		x = mlx.Add(x, ca)
 		x = mlx.Add(x, b.mlp2.apply(gelu(b.mlp1.apply(b.mlpLn.apply(x)))))
 	}
 	x = m.ln.apply(x)

@@ -33,6 +33,7 @@ type Tokenizer struct {
 	// on multilingual models (mlx-whisper's sot_sequence).
 	SOTSequence []int32
 	Language    string
+	Task        string // "transcribe" or "translate"
 
 	multilingual bool
 }
@@ -76,6 +77,7 @@ func LoadTokenizer(path string, d Dims, language, task string) (*Tokenizer, erro
 func (t *Tokenizer) WithTask(language, task string) (*Tokenizer, error) {
 	c := *t
 	c.SOTSequence = []int32{t.SOT}
+	c.Task = "transcribe"
 	if t.multilingual {
 		if language == "" {
 			language = "en"
@@ -91,6 +93,7 @@ func (t *Tokenizer) WithTask(language, task string) (*Tokenizer, error) {
 			c.SOTSequence = append(c.SOTSequence, t.SOT+1+int32(i), t.Transcribe)
 		case "translate":
 			c.SOTSequence = append(c.SOTSequence, t.SOT+1+int32(i), t.Translate)
+			c.Task = "translate"
 		default:
 			return nil, fmt.Errorf("unknown task %q (transcribe or translate)", task)
 		}
@@ -104,6 +107,19 @@ func (t *Tokenizer) WithTask(language, task string) (*Tokenizer, error) {
 		c.Language = "en"
 	}
 	return &c, nil
+}
+
+// LanguageTokens is mlx-whisper's all_language_tokens: the ids of the
+// model's languages, in Languages' order.
+func (t *Tokenizer) LanguageTokens() []int32 {
+	if !t.multilingual {
+		return nil
+	}
+	out := make([]int32, min(t.NumLanguages, len(Languages)))
+	for i := range out {
+		out[i] = t.SOT + 1 + int32(i)
+	}
+	return out
 }
 
 // Multilingual reports whether the vocabulary has language tokens (and so

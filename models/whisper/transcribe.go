@@ -21,6 +21,14 @@ type Options struct {
 	NoConditionOnPreviousText bool
 	InitialPrompt             string
 	WithoutTimestamps         bool
+	// DetectLanguage, on a multilingual model, replaces the decoder's
+	// language with detect_language's on the first 30 s (mlx-whisper's
+	// transcribe() with language None); the task stays the tokenizer's.
+	DetectLanguage bool
+	// WordTimestamps adds each segment's words, timed by the
+	// cross-attention of the alignment heads and DTW (add_word_timestamps),
+	// and seeks from the last word's end, as mlx-whisper does.
+	WordTimestamps bool
 	// Seed is mx.random.seed(Seed) before mlx-whisper's transcribe(): one
 	// key sequence for every sampled decoding of the transcription.
 	Seed uint64
@@ -71,6 +79,8 @@ type Segment struct {
 	AvgLogprob       float64 `json:"avg_logprob"`
 	CompressionRatio float64 `json:"compression_ratio"`
 	NoSpeechProb     float64 `json:"no_speech_prob"`
+	// Words are the segment's words with their times (WordTimestamps).
+	Words []Word `json:"words,omitempty"`
 }
 
 // Result is a whole transcription.
@@ -79,6 +89,9 @@ type Result struct {
 	Segments []Segment `json:"segments"`
 	Language string    `json:"language"`
 	Duration float64   `json:"duration"`
+	// Detected is the language detection's result (nil when the
+	// language was given or the model is English-only).
+	Detected *LanguageResult `json:"-"`
 	// Windows counts the decoded 30 s windows, Fallbacks the decodings
 	// retried at a higher temperature.
 	Windows, Fallbacks int `json:"-"`
@@ -135,6 +148,7 @@ type Run struct {
 	promptResetSince int
 	initialPrompt    []int32
 	keys             *KeySequence // made at the first sampled decoding
+	lastSpeech       float64      // last_speech_timestamp (word timestamps)
 }
 
 // Start computes the log-mel of 16 kHz mono samples (plus 30 s of silence)
@@ -150,8 +164,23 @@ func (d *Decoder) Start(samples []float32, o Options) (*Run, error) {
 
 // StartMel is Start from a log-mel already computed (see TranscribeMel).
 func (d *Decoder) StartMel(mel *audio.Mel, duration float64, o Options) (*Run, error) {
+	var detected *LanguageResult
+	if o.DetectLanguage && d.Tok.Multilingual() {
+		// pad_or_trim(mel, N_FRAMES): the first 30 s of the clip + its padding.
+		var err error
+		if detected, err = d.DetectLanguage(mel.Window(0, audio.NFrames)); err != nil {
+			return nil, err
+		}
+		tk, err := d.Tok.WithTask(detected.Language, d.Tok.Task)
+		if err != nil {
+			return nil, err
+		}
+		dd := *d
+		dd.Tok = tk
+		d = &dd
+	}
 	r := &Run{d: d, mel: mel, o: o, contentFrames: mel.Frames - audio.NFrames, temps: o.Temperatures,
-		res: &Result{Language: d.Tok.Language, Duration: duration, Segments: []Segment{}}}
+		res: &Result{Language: d.Tok.Language, Duration: duration, Segments: []Segment{}, Detected: detected}}
 	if o.InitialPrompt != "" {
 		var err error
 		if r.initialPrompt, err = d.Tok.Encode(" " + trimSpace(o.InitialPrompt)); err != nil {
@@ -314,9 +343,23 @@ func (r *Run) window() error {
 		current = append(current, newSegment(timeOffset, timeOffset+duration, tokens))
 		seek += segmentSize
 	}
+	if o.WordTimestamps {
+		if err := d.addWordTimestamps(current, window, segmentSize, r.lastSpeech); err != nil {
+			return err
+		}
+		if end, ok := lastEnd(current); ok && !singleEnding && end > timeOffset {
+			seek = int(math.RoundToEven(end * audio.SampleRate / audio.HopLength))
+		}
+		if end, ok := lastEnd(current); ok {
+			r.lastSpeech = end
+		}
+	}
 	for i := range current {
 		if current[i].Start == current[i].End || trimSpace(current[i].Text) == "" {
 			current[i].Text, current[i].Tokens = "", []int32{}
+			if current[i].Words != nil {
+				current[i].Words = []Word{}
+			}
 		}
 	}
 	for i := range current {
@@ -328,4 +371,18 @@ func (r *Run) window() error {
 		r.promptResetSince = len(r.allTokens)
 	}
 	return nil
+}
+
+// lastEnd is transcribe.py's _get_end: the end of the last word, else of
+// the last segment.
+func lastEnd(segs []Segment) (float64, bool) {
+	for i := len(segs) - 1; i >= 0; i-- {
+		if w := segs[i].Words; len(w) > 0 {
+			return w[len(w)-1].End, true
+		}
+	}
+	if len(segs) == 0 {
+		return 0, false
+	}
+	return segs[len(segs)-1].End, true
 }
