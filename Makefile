@@ -231,7 +231,7 @@ GPU := .gpu
 .PHONY: gpu-check
 gpu-check: native-cuda data-tok
 	mkdir -p $(GPU)/p1 $(GPU)/p2/whl $(GPU)/stage/bin $(GPU)/stage/tok && grep -qx '/$(GPU)/' .git/info/exclude || echo '/$(GPU)/' >> .git/info/exclude
-	rm -f $(GPU)/p1/wheel.part-* $(GPU)/p2/wheel.part-*
+	rm -f $(GPU)/p1/wheel.part-* $(GPU)/p2/wheel.part-* $(GPU)/p1/bin.tar.xz
 	cd $(GPU)/p1 && split -b 48M $(abspath $(REG)/pypi)/mlx_cuda_13-$(MLX_VERSION)-py3-none-manylinux_2_35_x86_64.whl wheel.part-
 	mv $(GPU)/p1/wheel.part-ab $(GPU)/p2/ && cd $(REG)/pypi && sha256sum mlx_cuda_13-$(MLX_VERSION)-py3-none-manylinux_2_35_x86_64.whl > $(abspath $(GPU))/p2/wheel.sha256
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(GPU)/stage/bin/mlxgo .
@@ -239,7 +239,7 @@ gpu-check: native-cuda data-tok
 	CGO_ENABLED=0 $(GO) test -c -trimpath -ldflags "-s -w" -o $(GPU)/stage/bin/models.test ./models
 	cp $(CACHE)/native/build/linux-amd64-cuda13/libmlxgo.so $(GPU)/stage/bin/
 	cp -r $(DATA)/tokenizers/llama3_1 $(GPU)/stage/tok/
-	tar -cJf $(GPU)/p1/bin.tar.xz -C $(GPU)/stage bin tok
+	tar -cJf $(GPU)/p2/bin.tar.xz -C $(GPU)/stage bin tok
 	python3 -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: --python-version 3.12 \
 	  --implementation cp --platform manylinux_2_35_x86_64 -d $(GPU)/p2/whl mlx==$(MLX_VERSION) mlx-lm==0.32.2
 	du -sh $(GPU)/p1 $(GPU)/p2

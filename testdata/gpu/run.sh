@@ -40,13 +40,16 @@ log() { echo "== $(date -u +%FT%TZ) +${SECONDS}s $*" | tee -a "$OUT/summary.txt"
 keep() { cp -f "$@" "$W/results/" 2>/dev/null; }
 
 stage_stash() {
-	cp .gpu/p1/wheel.part-* "$W/" && tar -xJf .gpu/p1/bin.tar.xz -C "$W" && ls -la "$W" "$W/bin"
+	cp .gpu/p1/wheel.part-* "$W/" && ls -la "$W"
 	nvidia-smi; cat /proc/driver/nvidia/version; ldconfig -p | grep -E 'libcuda\.|libnvrtc|libcublas' ; ls "$NVIDIA" "$NVIDIA"/cu13/lib "$NVIDIA"/cu13/include | head -80
 	"$PY" -c 'import transformers, numpy; print("transformers", transformers.__version__, "numpy", numpy.__version__)'
 	"$PY" -m pip --version
 }
 
 stage_install() {
+	# The binaries travel with the second part: the first (48 MiB of wheel) and the tree
+	# (7 MiB) leave no room under the 64 MiB a call carries.
+	tar -xJf .gpu/p2/bin.tar.xz -C "$W" || return 1
 	cat "$W"/wheel.part-* .gpu/p2/wheel.part-* > "$W/mlx_cuda_13-0.32.4-py3-none-manylinux_2_35_x86_64.whl" || return 1
 	(cd "$W" && sha256sum -c "$REPO/.gpu/p2/wheel.sha256") || return 1
 	"$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$W/site" \
@@ -77,11 +80,19 @@ stage_verify() {
 
 stage_l1() {
 	export MLXGO_ORACLE_DEVICE=gpu
+	# L1_ORACLE_TIMEOUT (seconds) bounds the oracle: MLX's CUDA JIT compiles every kernel
+	# on a fresh machine, and the whole suite (with its rerun and no-compile checks) takes
+	# longer than one device call; the cases made by then are compared, and said to be partial.
 	"$PY" models/testdata/oracle/make_tiny.py > "$OUT/l1-oracle.txt" 2>&1 &&
-		"$PY" models/testdata/oracle/logits.py --suite ${L1_ORACLE_FLAGS:-} >> "$OUT/l1-oracle.txt" 2>&1
-	local rc=$?
+		timeout "${L1_ORACLE_TIMEOUT:-100000}" "$PY" models/testdata/oracle/logits.py --suite ${L1_ORACLE_FLAGS:-} >> "$OUT/l1-oracle.txt" 2>&1
+	local rc=$? idx=$MLXGO_ORACLE_DIR/cases
 	tail -5 "$OUT/l1-oracle.txt"
-	[ $rc = 0 ] || return $rc
+	if [ $rc = 124 ] && [ -f "$idx/index.partial.json" ]; then
+		cp "$idx/index.partial.json" "$idx/index.json"
+		echo "l1: PARTIAL: the oracle ran out of time; comparing the $(grep -o '"file"' "$idx/index.json" | wc -l) cases it made" | tee -a "$OUT/summary.txt"
+	elif [ $rc != 0 ]; then
+		return $rc
+	fi
 	(cd models && MLXGO_NATIVE_DIR=$PACK "$W/bin/models.test" -test.run '^TestL1$' -test.v -test.count=1) > "$OUT/l1.txt" 2>&1
 	rc=$?
 	grep -E '^(---|===|ok|FAIL|PASS)|max abs|differ' "$OUT/l1.txt" | grep -v '=== RUN' | tail -60

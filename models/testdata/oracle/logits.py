@@ -375,6 +375,11 @@ def main() -> int:
                 print(f"logits: {case}: MLX cannot run it on this device (call {err.failed_call}): {err}",
                       file=sys.stderr)
                 continue
+            # The entries so far, for a GPU run whose time ends before the suite does
+            # (testdata/gpu/run.sh l1 then compares the cases made); index.json itself is
+            # written only when every case is, so a CPU test never reads a partial suite.
+            write_json(args.out / "index.partial.json", {"format": "mlxgo-oracle-v1", "versions": versions(),
+                                                         "cases": entries})
             e = entries[case]
             print(f"logits: {case}: {e['logits_dtype']} chunks={e['prefill_chunks']} "
                   f"rerun={e.get('rerun_max_abs_diff')} no_compile={e.get('no_compile_max_abs_diff')}",
