@@ -362,3 +362,60 @@ func TestAudioVAD(t *testing.T) {
 		t.Errorf("text %q", res.Text)
 	}
 }
+
+// TestAudioWordTimestamps: timestamp_granularities[]=word (verbose_json)
+// answers each segment's words as models/whisper times them (the clip
+// alone, WordTimestamps) and OpenAI's top-level words list, the same words
+// stripped with the same times.
+func TestAudioWordTimestamps(t *testing.T) {
+	tr := tinyEN(t)
+	url, _ := startServer(t, Config{Transcriber: tr})
+	_, samples := jfkCut(t, 4)
+	ct, body := multipartBody(t, "file", pcmWAV(samples), "response_format", "verbose_json", "timestamp_granularities[]", "segment", "timestamp_granularities[]", "word")
+	status, b := postRaw(t, url+"/v1/audio/transcriptions", ct, body)
+	var res struct {
+		Segments []whisper.Segment `json:"segments"`
+		Words    []struct {
+			Word       string
+			Start, End float64
+		} `json:"words"`
+	}
+	if status != 200 || json.Unmarshal(b, &res) != nil {
+		t.Fatalf("%d %s", status, b)
+	}
+	var want *whisper.Result
+	if err := mlx.Do(func() error {
+		d, err := whisper.NewDecoder(tr.Model, tr.Tokenizer)
+		if err != nil {
+			return err
+		}
+		o := whisper.DefaultOptions()
+		o.WordTimestamps = true
+		want, err = d.Transcribe(context.Background(), samples, o)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var flat []whisper.Word
+	for _, s := range want.Segments {
+		flat = append(flat, s.Words...)
+	}
+	if len(flat) == 0 || len(res.Words) != len(flat) || len(res.Segments) != len(want.Segments) {
+		t.Fatalf("%d words (%d segments), models/whisper %d (%d): %s", len(res.Words), len(res.Segments), len(flat), len(want.Segments), b)
+	}
+	k := 0
+	for i, s := range res.Segments {
+		if len(s.Words) != len(want.Segments[i].Words) {
+			t.Fatalf("segment %d: %d words, models/whisper %d", i, len(s.Words), len(want.Segments[i].Words))
+		}
+		for j, w := range s.Words {
+			if w != want.Segments[i].Words[j] {
+				t.Errorf("segment %d word %d: %+v, models/whisper %+v", i, j, w, want.Segments[i].Words[j])
+			}
+			if tw := res.Words[k]; tw.Word != strings.TrimSpace(w.Word) || tw.Start != w.Start || tw.End != w.End {
+				t.Errorf("words[%d] %+v, segment word %+v", k, tw, w)
+			}
+			k++
+		}
+	}
+}
