@@ -508,3 +508,34 @@ func TestCPUKernelsSwiGLU(t *testing.T) {
 		})
 	})
 }
+
+// TestCPUKernelsPoolBackToBack runs many small pool jobs one right after the
+// other — a decode step's shape: M = 1 matmuls a few microseconds each — so a
+// worker that wakes late for one job meets the next one already running. The
+// pool must never run a call of one job with another's function or bound, nor
+// return before every call has: each output is compared with MLX's bit for bit.
+func TestCPUKernelsPoolBackToBack(t *testing.T) {
+	mlxtest.Need(t)
+	isaList := runnableISAs(t)
+	r := rand.New(rand.NewPCG(9, 10))
+	const jobs, n, k, gs, bits = 160, 576, 576, 64, 4
+	x := randomFloats(r, jobs*k, 1, 0)
+	words := randomWords(r, n*k*bits/32)
+	scales := randomFloats(r, n*k/gs, 0.1, 0)
+	biases := randomFloats(r, n*k/gs, 0.05, 0)
+	for _, dt := range []mlx.Dtype{mlx.Float32, mlx.BFloat16} {
+		t.Run(dt.String(), func(t *testing.T) {
+			compareKernels(t, isaList, func() (*mlx.Array, error) {
+				q := mlx.Quant{GroupSize: gs, Bits: bits, Mode: "affine"}
+				xa := floatsAs(x, dt, jobs, k)
+				w, s, b := mlx.FromSlice(words, n, k*bits/32), floatsAs(scales, dt, n, k/gs), floatsAs(biases, dt, n, k/gs)
+				ys := make([]*mlx.Array, jobs)
+				for i := range ys {
+					ys[i] = mlx.QuantizedMatmul(mlx.Slice(xa, []int{i, 0}, []int{i + 1, k}), w, s, b, true, q)
+				}
+				y := mlx.Concatenate(ys, 0)
+				return y, y.Err()
+			})
+		})
+	}
+}

@@ -33,51 +33,72 @@ long spin_us() {
 
 struct Pool::Impl {
   std::mutex run_mu;  // one run at a time
-  std::atomic<uint64_t> gen{0};
-  std::atomic<int> next{0};
-  std::atomic<int> pending{0};
+  // state is the current job's number (high 32 bits) and its next unclaimed
+  // index (low 32 bits). A thread claims index i of job J by moving state
+  // from (J, i) to (J, i + 1), so a worker that wakes late, after its job
+  // is over, claims nothing of the next one: the state it read is gone.
+  // A run takes two numbers: it first closes the pool (an odd job whose
+  // index, kClosed, is past any bound), then sets fn, n and done, then opens
+  // the even job at index 0.
+  std::atomic<uint64_t> state{0};
+  std::atomic<int> n{0};
+  std::atomic<const std::function<void(int)>*> fn{nullptr};
+  std::atomic<int> done{0};  // calls of the current job that returned
   std::atomic<int> sleepers{0};
   std::atomic<bool> stop{false};
-  int n = 0;
-  const std::function<void(int)>* fn = nullptr;
   std::vector<std::thread> workers;
   std::atomic<int> want{1};
   std::mutex sleep_mu;
   std::condition_variable cv;
 
+  static uint32_t job_of(uint64_t s) { return uint32_t(s >> 32); }
+
+  static constexpr uint32_t kClosed = 0xFFFFFFFFu;
+
+  // work claims and runs indices of the current job until none is left.
+  // n and fn are read after state: they belong to the job state names or
+  // to a later one. A later run stored the closed state before them
+  // (release; read here with acquire), so in that case the claim fails,
+  // and a call never runs with another job's function or bound.
   void work() {
+    uint64_t s = state.load(std::memory_order_acquire);
     for (;;) {
-      int i = next.fetch_add(1, std::memory_order_relaxed);
-      if (i >= n) return;
-      (*fn)(i);
+      const uint32_t i = uint32_t(s);
+      const uint32_t nn = uint32_t(n.load(std::memory_order_acquire));
+      const auto* f = fn.load(std::memory_order_acquire);
+      if (i >= nn) return;
+      if (state.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel, std::memory_order_acquire)) {
+        (*f)(int(i));
+        done.fetch_add(1, std::memory_order_release);
+        s++;
+      }
     }
   }
 
-  void worker_loop(uint64_t seen) {
+  void worker_loop(uint32_t seen) {
     for (;;) {
-      uint64_t g = wait_new(seen);
+      uint32_t j = wait_new(seen);
       if (stop.load()) return;
-      seen = g;
+      seen = j;
       work();
-      pending.fetch_sub(1, std::memory_order_release);
     }
   }
 
-  uint64_t wait_new(uint64_t seen) {
+  uint32_t wait_new(uint32_t seen) {
     using clock = std::chrono::steady_clock;
     const auto limit = std::chrono::microseconds(spin_us());
     auto start = clock::now();
     for (int spins = 0;; spins++) {
-      uint64_t g = gen.load(std::memory_order_acquire);
-      if (g != seen || stop.load(std::memory_order_relaxed)) return g;
+      uint32_t j = job_of(state.load(std::memory_order_acquire));
+      if (j != seen || stop.load(std::memory_order_relaxed)) return j;
       _mm_pause();
       if ((spins & 63) == 63 && clock::now() - start > limit) break;
     }
     std::unique_lock<std::mutex> lk(sleep_mu);
     sleepers.fetch_add(1);
-    cv.wait(lk, [&] { return gen.load() != seen || stop.load(); });
+    cv.wait(lk, [&] { return job_of(state.load()) != seen || stop.load(); });
     sleepers.fetch_sub(1);
-    return gen.load(std::memory_order_acquire);
+    return job_of(state.load(std::memory_order_acquire));
   }
 
   // resize runs under run_mu with no job in flight.
@@ -93,8 +114,8 @@ struct Pool::Impl {
       workers.clear();
       stop.store(false);
     }
-    uint64_t g = gen.load();
-    for (int i = 0; i < nworkers; i++) workers.emplace_back([this, g] { worker_loop(g); });
+    uint32_t j = job_of(state.load());
+    for (int i = 0; i < nworkers; i++) workers.emplace_back([this, j] { worker_loop(j); });
   }
 };
 
@@ -115,6 +136,9 @@ void Pool::set_threads(int n) { impl()->want.store(n < 1 ? 1 : n); }
 
 int Pool::threads() const { return const_cast<Pool*>(this)->impl()->want.load(); }
 
+// The caller waits for the calls that were claimed, not for the workers: a
+// worker the OS has not scheduled yet (another process on the core) finds
+// the job over when it runs, and the caller has done its share meanwhile.
 void Pool::run(int n, const std::function<void(int)>& fn) {
   Impl* s = impl();
   if (n <= 0) return;
@@ -125,18 +149,18 @@ void Pool::run(int n, const std::function<void(int)>& fn) {
     return;
   }
   s->resize(nworkers);
-  s->fn = &fn;
-  s->n = n;
-  s->next.store(0, std::memory_order_relaxed);
-  s->pending.store(nworkers, std::memory_order_relaxed);
-  s->gen.fetch_add(1);  // seq_cst: pairs with the sleepers check in wait_new
+  const uint32_t j = (Impl::job_of(s->state.load(std::memory_order_relaxed)) | 1u) + 2u;  // odd: closed
+  s->state.store(uint64_t(j) << 32 | Impl::kClosed);
+  s->fn.store(&fn, std::memory_order_release);
+  s->n.store(n, std::memory_order_release);
+  s->done.store(0, std::memory_order_relaxed);
+  s->state.store(uint64_t(j + 1) << 32);  // seq_cst: pairs with the sleepers check in wait_new
   if (s->sleepers.load() > 0) {
     std::lock_guard<std::mutex> g(s->sleep_mu);
     s->cv.notify_all();
   }
   s->work();
-  while (s->pending.load(std::memory_order_acquire) != 0) _mm_pause();
-  s->fn = nullptr;
+  while (s->done.load(std::memory_order_acquire) != n) _mm_pause();
 }
 
 }  // namespace mlxgo::cpu
