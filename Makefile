@@ -255,7 +255,7 @@ bench-distributed: build native-install oracle-big
 # ---- The mlx-lm oracle (models/testdata/oracle/README.md): fixtures, never committed ----
 ORACLE := $(CACHE)/oracle
 .PHONY: oracle oracle-big bench-1b
-oracle: $(ORACLE)/cases/index.json $(ORACLE)/sharded/index.json
+oracle: $(ORACLE)/cases/index.json $(ORACLE)/sharded/index.json $(ORACLE)/pipeline/index.json
 # mlx-lm's tensor-parallel models (model.shard(group)) run by mlx.launch as 2 ranks over
 # the ring backend on loopback (mlx.launch wants --python and an absolute script path);
 # SmolLM2 (9 query heads) on 3.
@@ -264,6 +264,10 @@ $(ORACLE)/sharded/index.json: $(ORACLE)/cases/index.json models/testdata/oracle/
 	  $(abspath models/testdata/oracle/sharded.py)
 	$(VENV)/bin/mlx.launch -n 3 --backend ring --hosts 127.0.0.1 --python $(abspath $(PY)) \
 	  $(abspath models/testdata/oracle/sharded.py) --smollm2
+# mlx-lm's pipeline-parallel qwen2 (model.model.pipeline(group)), 2 ranks.
+$(ORACLE)/pipeline/index.json: $(ORACLE)/cases/index.json models/testdata/oracle/sharded.py
+	$(VENV)/bin/mlx.launch -n 2 --backend ring --hosts 127.0.0.1 --python $(abspath $(PY)) \
+	  $(abspath models/testdata/oracle/sharded.py) --pipeline
 $(ORACLE)/cases/index.json: $(VENV)/.stamp $(DATA)/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf $(wildcard models/testdata/oracle/*.py)
 	$(PY) models/testdata/oracle/make_tiny.py
 	$(PY) models/testdata/oracle/logits.py --suite

@@ -211,7 +211,7 @@ func TestLaunchErrors(t *testing.T) {
 		// would wait for it forever.
 		{"peer never connects", []string{"generate", "--shard", "tensor", "-m", filepath.Join(oracleDir(), "models", "llama-f32"), "-p", "x"}, 1,
 			"mlxgo: error: rank 0: the other ranks did not connect within 2s (ring backend)"},
-		{"shard kind", []string{"generate", "--shard", "rows", "-p", "x"}, 2, `mlxgo: error: generate: invalid value "rows" for flag -shard: want tensor or none`},
+		{"shard kind", []string{"generate", "--shard", "rows", "-p", "x"}, 2, `mlxgo: error: generate: invalid value "rows" for flag -shard: want tensor, pipeline or none`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := exec.Command(bin, tc.args...)

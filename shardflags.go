@@ -19,7 +19,7 @@ import (
 // leaves them equal on every rank) with the same sampling keys, and only
 // rank 0 prints.
 type shardFlags struct {
-	kind string // "" (whole), "tensor"
+	kind string // "" (whole), "tensor", "pipeline"
 	g    *mlx.Group
 }
 
@@ -30,19 +30,17 @@ func (s *shardFlags) Set(v string) error {
 	switch v {
 	case "", "none":
 		s.kind = ""
-	case "tensor":
+	case "tensor", "pipeline":
 		s.kind = v
-	case "pipeline":
-		return fmt.Errorf("pipeline parallelism is not supported yet (use tensor)")
 	default:
-		return fmt.Errorf("want tensor or none")
+		return fmt.Errorf("want tensor, pipeline or none")
 	}
 	return nil
 }
 
 func (s *shardFlags) String() string { return s.kind }
 
-func (s *shardFlags) on() bool { return s.kind == "tensor" }
+func (s *shardFlags) on() bool { return s.kind != "" }
 
 // follower is a rank other than 0, known from the launcher's environment
 // before MLX starts (MLX_RANK, the contract of every backend mlx.launch starts).
@@ -99,9 +97,12 @@ func (s *shardFlags) load(path string, opts models.LoadOptions) (models.Model, e
 		return nil, fmt.Errorf("cannot join the distributed group (start the ranks with mlxgo launch): %w", err)
 	}
 	if g.Size() < 2 {
-		return nil, fmt.Errorf("--shard tensor needs 2 ranks or more, and this process is alone (start it with mlxgo launch -n 2)")
+		return nil, fmt.Errorf("--shard %s needs 2 ranks or more, and this process is alone (start it with mlxgo launch -n 2)", s.kind)
 	}
 	s.g = g
+	if s.kind == "pipeline" {
+		return models.LoadPipelined(path, opts, g)
+	}
 	return models.LoadSharded(path, opts, g)
 }
 

@@ -141,3 +141,11 @@ func RecvLike(x *Array, src int, g *Group) *Array {
 	h := c.in(x)
 	return c.do(func(out *uintptr) int32 { return fn.recvLike(h, int32(src), g.handle(), out) })
 }
+
+// Depends is mx.depends for one array: x's value, evaluated only after dep
+// (a send whose result nothing else reads).
+func Depends(x, dep *Array) *Array {
+	c := begin("depends")
+	hx, hd := c.in(x), c.in(dep)
+	return c.do(func(out *uintptr) int32 { return fn.depends(hx, hd, out) })
+}

@@ -157,6 +157,7 @@ var fn struct {
 	send            func(x uintptr, dst int32, g uintptr, out *uintptr) int32
 	recv            func(shape *int32, n, dtype, src int32, g uintptr, out *uintptr) int32
 	recvLike        func(x uintptr, src int32, g uintptr, out *uintptr) int32
+	depends         func(x, dep uintptr, out *uintptr) int32
 }
 
 // Elementwise ops and reductions share one C signature each; they are bound
@@ -320,6 +321,7 @@ func symbols() []symbol {
 		{"mlxgo_send", &fn.send},
 		{"mlxgo_recv", &fn.recv},
 		{"mlxgo_recv_like", &fn.recvLike},
+		{"mlxgo_depends", &fn.depends},
 	}
 	fn.unary = map[string]*func(uintptr, *uintptr) int32{}
 	for _, n := range unaryNames {

@@ -113,15 +113,18 @@ type Model struct {
 	norm   *mlx.Array
 	eps    float32
 	head   *nn.Head
+	stage  *nn.Stage // pipeline parallelism: layers holds this rank's only
 }
 
 // Forward implements nn.Decoder.
 func (m *Model) Forward(tokens *mlx.Array, caches []kv.Cache) *mlx.Array {
 	h := m.embed.Apply(tokens)
 	mask := kv.AttentionMask(h.Dim(1), kv.At(caches, 0), 0)
+	h = m.stage.Enter(h)
 	for i, l := range m.layers {
 		h = l.apply(h, mask, kv.At(caches, i))
 	}
+	h = m.stage.Leave(h, kv.At(caches, len(m.layers)-1))
 	return mlx.RMSNorm(h, m.norm, m.eps)
 }
 
@@ -191,7 +194,13 @@ func New(config []byte, w *nn.Weights) (nn.Decoder, error) {
 	}
 	m := &Model{cfg: c, eps: float32(c.RMSNormEps)}
 	hidden, scale := c.HiddenSize, float32(math.Pow(float64(headDim), -0.5))
+	// pipeline(): with a pipeline-parallel load this rank builds (and
+	// reads) only its own run of layers (nn/pipeline.go).
+	m.stage = w.Stage(c.NumHiddenLayers)
 	for i := range c.NumHiddenLayers {
+		if !m.stage.Has(i) {
+			continue
+		}
 		p := fmt.Sprintf("model.layers.%d.", i)
 		var ff mlp
 		if c.sparse(i) {

@@ -123,4 +123,14 @@ int mlxgo_recv_like(mlxgo_array x, int src, mlxgo_group g, mlxgo_array* out) {
   MLXGO_END
 }
 
+// depends is mx.depends for one input: x's value, evaluated only after dep
+// (pipeline parallelism ties a rank's send to its kv cache, so that
+// evaluating the cache after a prefill chunk sends the hidden state on).
+int mlxgo_depends(mlxgo_array x, mlxgo_array dep, mlxgo_array* out) {
+  MLXGO_BEGIN
+  std::vector<mx::array> r = mx::depends({shim::arr(x)}, {shim::arr(dep)});
+  shim::put(out, r.at(0));
+  MLXGO_END
+}
+
 }  // extern "C"

@@ -285,6 +285,8 @@ MLXGO_API int mlxgo_sum_scatter(mlxgo_array x, mlxgo_group g, mlxgo_array* out);
 MLXGO_API int mlxgo_send(mlxgo_array x, int dst, mlxgo_group g, mlxgo_array* out);
 MLXGO_API int mlxgo_recv(const int* shape, int n, int dtype, int src, mlxgo_group g, mlxgo_array* out);
 MLXGO_API int mlxgo_recv_like(mlxgo_array x, int src, mlxgo_group g, mlxgo_array* out);
+/* mx.depends({x}, {dep})[0]: x, evaluated after dep. */
+MLXGO_API int mlxgo_depends(mlxgo_array x, mlxgo_array dep, mlxgo_array* out);
 
 #ifdef __cplusplus
 }

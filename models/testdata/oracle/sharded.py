@@ -22,6 +22,13 @@ stream_generate, as mlx_lm.generate renders it; rank 0 writes
 <oracle>/sharded/smollm2-<N>ranks.json with the text and token ids, and the
 unsharded model's text beside them.
 
+With --pipeline, mlx-lm's pipeline-parallel models instead (PipelineMixin,
+models/pipeline.py: model.model.pipeline(group) gives rank r its run of the
+layers, the last rank the first ones; hidden states pass by send/recv and
+rank 0's output is all-gathered): the qwen2 and qwen3_moe cases, written to
+<oracle>/pipeline/. A pipeline does the unsharded arithmetic (no sum is
+split), so their unsharded_max_abs_diff is expected to be 0.
+
 Seeded cases ("-temp"): mlx-lm's make_sampler(temp) after mx.random.seed(seed)
 on every rank, the tokens generate_step yields recorded with their logits.
 """
@@ -48,6 +55,15 @@ CASES = {
     "qwen3-bf16": {}, "qwen3-q4g64": {}, "qwen3-f32": {},
     "qwen3-bf16-temp": dict(model="qwen3-bf16", temp=0.8, seed=7),
     "llama-f32-temp": dict(model="llama-f32", temp=1.0, seed=3),
+}
+
+PIPELINE_CASES = {
+    "qwen2-f32": {}, "qwen2-bf16": {}, "qwen2-q4g32": {},
+    "qwen2-f32-temp": dict(model="qwen2-f32", temp=1.0, seed=5),
+    "qwen2-bf16-temp": dict(model="qwen2-bf16", temp=0.8, seed=11),
+    # qwen3_moe: 3 layers split 2 (rank 0) + 1 (rank 1); float32 only, since
+    # MLX's CPU gather_mm takes nothing else.
+    "qwen3_moe-f32": {}, "qwen3_moe-f32-temp": dict(model="qwen3_moe-f32", temp=0.8, seed=13),
 }
 
 
@@ -109,17 +125,24 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=oracle_dir() / "sharded")
     ap.add_argument("--models", type=Path, default=oracle_dir() / "models")
     ap.add_argument("--smollm2", action="store_true", help="the real SmolLM2's greedy text (3 ranks)")
+    ap.add_argument("--pipeline", action="store_true", help="pipeline-parallel qwen2 cases, into <oracle>/pipeline")
     args = ap.parse_args()
+    kind = "pipeline" if args.pipeline else "tensor"
+    if args.pipeline and args.out == oracle_dir() / "sharded":
+        args.out = oracle_dir() / "pipeline"
     group = mx.distributed.init(strict=True, backend="ring")
     rank, size = group.rank(), group.size()
     if args.smollm2:
         return smollm2(args, group)
     entries = {}
-    for case, spec in CASES.items():
+    for case, spec in (PIPELINE_CASES if args.pipeline else CASES).items():
         model_dir = args.models / spec.get("model", case)
         whole, config = L.load_model(model_dir)
         model, _ = L.load_model(model_dir)
-        model.shard(group)
+        if args.pipeline:
+            model.model.pipeline(group)
+        else:
+            model.shard(group)
         mx.eval(model.parameters())
         prompt = prompt_ids(1, 24, L.vocab_size(config))
         settings = dict(steps=STEPS, prefill_step_size=L.DEFAULT_PREFILL_STEP_SIZE, kv_bits=None,
@@ -149,7 +172,7 @@ def main() -> int:
             "calls": res["trace"],
             "sampler": sampler,
             "temp": spec.get("temp"), "seed": spec.get("seed"),
-            "shard": {"kind": "tensor", "size": size, "backend": "ring"},
+            "shard": {"kind": kind, "size": size, "backend": "ring"},
             "unsharded_max_abs_diff": L.max_abs_diff(res["logits"], ref["logits"]),
             "unsharded_same_tokens": bool(np.array_equal(res["tokens"], ref["tokens"])),
             **settings,
@@ -161,7 +184,7 @@ def main() -> int:
                 "logits": mx.array(res["logits"]), "logprobs": mx.array(res["logprobs"])},
                 metadata={"case": case, "format": "mlxgo-oracle-v1"})
             e = entries[case]
-            print(f"sharded: {case}: {size} ranks, {e['logits_dtype']}, unsharded max abs diff "
+            print(f"{kind}: {case}: {size} ranks, {e['logits_dtype']}, unsharded max abs diff "
                   f"{e['unsharded_max_abs_diff']:.3g}, same tokens {e['unsharded_same_tokens']}", flush=True)
     if rank == 0:
         write_json(args.out / "index.json", {"format": "mlxgo-oracle-v1", "versions": versions(), "cases": entries})
