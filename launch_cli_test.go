@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -238,5 +239,67 @@ func TestLaunchErrors(t *testing.T) {
 				t.Fatalf("exit %d, stderr %q; want exit %d and %q", code, stderr.String(), tc.code, tc.want)
 			}
 		})
+	}
+}
+
+// TestLaunchPipelineSameText: `mlxgo launch -n 2 -- generate --shard
+// pipeline` prints the text one `mlxgo generate` prints (a pipeline splits
+// no sum, so its logits are the whole model's), greedy and seeded, on the
+// tiny qwen2 with a byte-level tokenizer of its 256 bytes and a prefill in
+// chunks of 4 (only the caches are evaluated between chunks: each rank's
+// send must ride on them).
+func TestLaunchPipelineSameText(t *testing.T) {
+	if _, err := installedPack(os.Getenv); err != nil {
+		testenv.Missing(t, "native pack ("+err.Error()+")", "make native-install")
+	}
+	src := filepath.Join(oracleDir(), "models", "qwen2-f32")
+	dir := t.TempDir()
+	for _, f := range []string{"config.json", "model.safetensors"} {
+		b, err := os.ReadFile(filepath.Join(src, f))
+		if err != nil {
+			testenv.Missing(t, "tiny qwen2 "+src, "make oracle")
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// GPT-2's bytes_to_unicode: the byte-level alphabet, one token a byte.
+	vocab := map[string]int{}
+	n := 0
+	for b := range 256 {
+		if (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF) {
+			vocab[string(rune(b))] = b
+		} else {
+			vocab[string(rune(256+n))] = b
+			n++
+		}
+	}
+	tj, _ := json.Marshal(map[string]any{
+		"version": "1.0", "added_tokens": []any{},
+		"pre_tokenizer": map[string]any{"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true},
+		"decoder":       map[string]any{"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true, "use_regex": true},
+		"model":         map[string]any{"type": "BPE", "vocab": vocab, "merges": []any{}},
+	})
+	if err := os.WriteFile(filepath.Join(dir, "tokenizer.json"), tj, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bin := buildBinary(t)
+	gen := []string{"generate", "-m", dir, "--raw", "-p", "a prompt of some thirty bytes", "--max-tokens", "32", "--prefill-step", "4", "--threads", "1"}
+	for _, sampling := range [][]string{nil, {"--temp", "0.8", "--seed", "3"}} {
+		args := append(slices.Clone(gen), sampling...)
+		whole, err := exec.Command(bin, args...).Output()
+		if err != nil || len(whole) == 0 {
+			t.Fatalf("mlxgo generate %v: %v %q", sampling, err, whole)
+		}
+		cmd := exec.Command(bin, append([]string{"launch", "-n", "2", "--starting-port", "0", "--"}, append(args, "--shard", "pipeline")...)...)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		piped, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("mlxgo launch %v: %v\n%s", sampling, err, stderr.String())
+		}
+		if string(piped) != string(whole) {
+			t.Fatalf("%v: pipeline printed %q, one process %q", sampling, piped, whole)
+		}
 	}
 }
