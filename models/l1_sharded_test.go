@@ -112,7 +112,7 @@ func l1Ranks(t *testing.T, kind string) {
 	}
 	sort.Strings(names)
 	if kind == "pipeline" {
-		names = append(names, "states-prefill", "refused")
+		names = append(names, "states-prefill", "refused", "qwen2-f32-gguf", "qwen3_moe-f32-gguf")
 	}
 	for r, out := range outs {
 		for _, n := range names {
@@ -158,6 +158,14 @@ func l1Rank(t *testing.T, kind string) {
 	}
 	if c, ok := cases["qwen2-f32"]; ok && kind == "pipeline" {
 		t.Run("states-prefill", func(t *testing.T) { statesPrefill(t, c) })
+		// The GGUF forms of the float32 models (bit-identical to their
+		// safetensors, TestGGUFArchitecturesEqualSafetensors) split the same.
+		for _, n := range []string{"qwen2-f32", "qwen3_moe-f32"} {
+			t.Run(n+"-gguf", func(t *testing.T) {
+				_, file := tinyGGUF(t, n)
+				runCase(t, cases[n], file, false)
+			})
+		}
 		// An architecture without mlx-lm's PipelineMixin is refused by name.
 		t.Run("refused", func(t *testing.T) {
 			var err error
