@@ -3,6 +3,7 @@ package models_test
 import (
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"testing"
 
 	"github.com/mlxgo/mlxgo/internal/mlxtest"
@@ -71,6 +72,79 @@ func TestShardedLoadMemory(t *testing.T) {
 				want := whole - uint64(sharded-sharded/int64(tc.n))
 				if part != want || partLive != wholeLive {
 					t.Errorf("rank of %d: %d bytes in %d arrays, want %d (whole %d in %d, projections %d)", tc.n, part, partLive, want, whole, wholeLive, sharded)
+				}
+				return nil
+			})
+		})
+	}
+}
+
+// TestPipelinedLoadMemory: a pipeline stage holds the whole model less the
+// other ranks' layers, to the byte: rank r of 2 builds only its layers
+// (nn.Stage) and never reads the others' tensors. Float32 models, whose
+// arrays are the checkpoint's bytes; qwen3_moe's 3 layers split 2 + 1.
+func TestPipelinedLoadMemory(t *testing.T) {
+	mlxtest.Need(t)
+	oracleCases(t) // the tiny models exist
+	mlxtest.Do(t, func() error { return mlx.SetCPUKernels(mlx.KernelsMLX, 1, "") })
+	defer mlxtest.Do(t, func() error { return mlx.SetCPUKernels(mlxtest.Kernels(), mlxtest.Threads(), "") })
+	layer := regexp.MustCompile(`(?:^|\.)layers\.(\d+)\.`)
+	for _, model := range []string{"qwen2-f32", "qwen3_moe-f32"} {
+		t.Run(model, func(t *testing.T) {
+			dir := filepath.Join(oracleDir(), "models", model)
+			set, err := safetensors.OpenDir(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			perLayer := map[int]int64{}
+			for _, name := range set.Names() {
+				if m := layer.FindStringSubmatch(name); m != nil {
+					ti, _ := set.Tensor(name)
+					i, _ := strconv.Atoi(m[1])
+					perLayer[i] += int64(len(ti.Data))
+				}
+			}
+			set.Close()
+			mlxtest.Do(t, func() error {
+				active := func(s *nn.Stage) uint64 {
+					if err := mlx.ClearCache(); err != nil {
+						t.Fatal(err)
+					}
+					before, err := mlx.Memory()
+					if err != nil {
+						t.Fatal(err)
+					}
+					var m models.Model
+					if err := nn.WithStage(s, func() (err error) {
+						m, err = models.Load(dir, models.LoadOptions{})
+						return err
+					}); err != nil {
+						t.Fatal(err)
+					}
+					defer m.Close()
+					if s != nil && m.Info().NumLayers != s.End-s.Start {
+						t.Errorf("rank %d: %d layers, want %d", s.Rank, m.Info().NumLayers, s.End-s.Start)
+					}
+					mem, err := mlx.Memory()
+					if err != nil {
+						t.Fatal(err)
+					}
+					return mem.Active - before.Active
+				}
+				whole := active(nil)
+				for r := range 2 {
+					s := &nn.Stage{Rank: r, Size: 2}
+					got := active(s)
+					want := whole
+					for i, b := range perLayer {
+						if !s.Has(i) {
+							want -= uint64(b)
+						}
+					}
+					t.Logf("rank %d of 2 (layers %d-%d): %d of %d bytes", r, s.Start, s.End-1, got, whole)
+					if got != want || s.End-s.Start == len(perLayer) {
+						t.Errorf("rank %d of 2 (layers %d-%d): %d bytes, want %d (whole %d)", r, s.Start, s.End-1, got, want, whole)
+					}
 				}
 				return nil
 			})
