@@ -31,20 +31,8 @@ func (p Parallelism) String() string {
 // qwen3) are refused rather than loaded whole on every rank.
 func LoadSharded(path string, opts LoadOptions, g *mlx.Group) (Model, error) {
 	s := &nn.Shard{Group: g, Rank: g.Rank(), Size: g.Size()}
-	var m Model
-	err := nn.WithShard(s, func() (err error) {
-		m, err = Load(path, opts)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	if s.Size > 1 && !s.Taken() {
-		t := m.Info().ModelType
-		m.Close()
-		return nil, fmt.Errorf("cannot shard a %s model: tensor parallelism covers llama, qwen2 and qwen3 (mlx-lm's model.shard)", t)
-	}
-	return m, nil
+	return loadRank(path, opts, s.Size, func(load func() error) error { return nn.WithShard(s, load) }, s.Taken,
+		"cannot shard a %s model: tensor parallelism covers llama, qwen2 and qwen3 (mlx-lm's model.shard)")
 }
 
 // LoadPipelined is Load for one rank of a pipeline-parallel group: every
@@ -54,18 +42,27 @@ func LoadSharded(path string, opts LoadOptions, g *mlx.Group) (Model, error) {
 // PipelineMixin are refused rather than loaded whole on every rank.
 func LoadPipelined(path string, opts LoadOptions, g *mlx.Group) (Model, error) {
 	s := &nn.Stage{Group: g, Rank: g.Rank(), Size: g.Size()}
+	return loadRank(path, opts, s.Size, func(load func() error) error { return nn.WithStage(s, load) }, s.Taken,
+		"cannot pipeline a %s model: pipeline parallelism covers qwen2 and qwen3_moe (mlx-lm's PipelineMixin)")
+}
+
+// loadRank loads the model inside with (which installs the rank's shard or
+// stage for the architecture to take) and refuses, naming the architecture
+// in refusal, a model whose architecture did not take it: a group of more
+// than one rank must never run a model loaded whole on every rank.
+func loadRank(path string, opts LoadOptions, size int, with func(func() error) error, taken func() bool, refusal string) (Model, error) {
 	var m Model
-	err := nn.WithStage(s, func() (err error) {
+	err := with(func() (err error) {
 		m, err = Load(path, opts)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	if s.Size > 1 && !s.Taken() {
+	if size > 1 && !taken() {
 		t := m.Info().ModelType
 		m.Close()
-		return nil, fmt.Errorf("cannot pipeline a %s model: pipeline parallelism covers qwen2 and qwen3_moe (mlx-lm's PipelineMixin)", t)
+		return nil, fmt.Errorf(refusal, t)
 	}
 	return m, nil
 }
