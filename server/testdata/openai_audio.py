@@ -63,8 +63,14 @@ def translate():
 
 
 raises("translations on an English-only model -> BadRequestError", openai.BadRequestError, translate)
-raises("word timestamps -> BadRequestError", openai.BadRequestError,
-       lambda: create(response_format="verbose_json", timestamp_granularities=["word"]))
+w = create(response_format="verbose_json", timestamp_granularities=["word"])
+words = w.words or []
+check("word timestamps: one word each", [x.word for x in words] == want["text"].split(), str([x.word for x in words]))
+check("word timestamps: times in order, within the clip",
+      all(0 <= x.start <= x.end <= w.duration for x in words) and all(a.start <= b.start for a, b in zip(words, words[1:])),
+      str([(x.start, x.end) for x in words]))
+raises("word timestamps without verbose_json -> BadRequestError", openai.BadRequestError,
+       lambda: create(response_format="json", timestamp_granularities=["word"]))
 raises("response_format tsv -> BadRequestError", openai.BadRequestError, lambda: create(response_format="tsv"))
 bad = openai.OpenAI(base_url=base, api_key="wrong", max_retries=0)
 raises("bad key -> AuthenticationError", openai.AuthenticationError,
