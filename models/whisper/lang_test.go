@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/mlxgo/mlxgo/internal/mlxtest"
 	"github.com/mlxgo/mlxgo/internal/testenv"
 	"github.com/mlxgo/mlxgo/mlx"
 	"github.com/mlxgo/mlxgo/models/whisper/audio"
@@ -19,28 +18,7 @@ import (
 // data-whisper) with a tokenizer for task, closed at the end of the test.
 func loadBase(t testing.TB, task string) *Decoder {
 	t.Helper()
-	dir := filepath.Dir(testenv.DataFile(t, filepath.Join("whisper-base-ct2", "model.bin")))
-	mlxtest.Need(t)
-	var d *Decoder
-	err := mlx.Do(func() error {
-		m, err := Load(dir)
-		if err != nil {
-			return err
-		}
-		tk, err := LoadTokenizer(dir, m.Dims, "", task)
-		if err == nil {
-			d, err = NewDecoder(m, tk)
-		}
-		if err != nil {
-			m.Close()
-		}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { mlx.Do(func() error { d.M.Close(); return nil }) })
-	return d
+	return loadDecoderAt(t, filepath.Dir(testenv.DataFile(t, filepath.Join("whisper-base-ct2", "model.bin"))), task)
 }
 
 // TestL1LanguageDetection: Whisper base (99 languages) against mlx-whisper
@@ -53,32 +31,16 @@ func loadBase(t testing.TB, task string) *Decoder {
 // (word_timestamps=True, the model's alignment heads) compare every word,
 // its start, end and probability too.
 func TestL1LanguageDetection(t *testing.T) {
-	dir := os.Getenv("MLXGO_WHISPER_LANG_ORACLE_DIR")
-	if dir == "" {
-		dir = filepath.Join(testenv.RepoRoot(), ".cache", "oracle", "whisper-lang")
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "index.json"))
-	if err != nil {
-		testenv.Missing(t, "mlx-whisper language oracle fixtures ("+err.Error()+")", "make oracle-whisper")
-	}
-	var idx struct {
-		Clips map[string]string `json:"clips"`
-	}
-	if err := json.Unmarshal(b, &idx); err != nil {
-		t.Fatal(err)
-	}
-	if len(idx.Clips) == 0 {
-		t.Fatal("the language oracle index lists no clips")
-	}
+	dir, clips := fixtureIndex(t, "MLXGO_WHISPER_LANG_ORACLE_DIR", "whisper-lang", "mlx-whisper language oracle fixtures")
 	base := loadBase(t, "transcribe")
 	decoders := map[string]*Decoder{"transcribe": base}
-	names := make([]string, 0, len(idx.Clips))
-	for name := range idx.Clips {
+	names := make([]string, 0, len(clips))
+	for name := range clips {
 		names = append(names, name)
 	}
 	slices.Sort(names)
 	for _, name := range names {
-		rel := idx.Clips[name]
+		rel := clips[name]
 		t.Run(name, func(t *testing.T) {
 			b, err := os.ReadFile(filepath.Join(dir, rel))
 			if err != nil {

@@ -32,14 +32,20 @@ type oracleResult struct {
 }
 
 func oracleDir(t *testing.T) (string, map[string]string) {
+	return fixtureIndex(t, "MLXGO_WHISPER_ORACLE_DIR", "whisper", "mlx-whisper oracle fixtures")
+}
+
+// fixtureIndex reads the clips of an oracle's index.json: in $env, else in
+// .cache/oracle/sub; absent fixtures fail the test (in CI) naming what.
+func fixtureIndex(t *testing.T, env, sub, what string) (string, map[string]string) {
 	t.Helper()
-	dir := os.Getenv("MLXGO_WHISPER_ORACLE_DIR")
+	dir := os.Getenv(env)
 	if dir == "" {
-		dir = filepath.Join(testenv.RepoRoot(), ".cache", "oracle", "whisper")
+		dir = filepath.Join(testenv.RepoRoot(), ".cache", "oracle", sub)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "index.json"))
 	if err != nil {
-		testenv.Missing(t, "mlx-whisper oracle fixtures ("+err.Error()+")", "make oracle-whisper")
+		testenv.Missing(t, what+" ("+err.Error()+")", "make oracle-whisper")
 	}
 	var idx struct {
 		Clips map[string]string `json:"clips"`
@@ -48,7 +54,7 @@ func oracleDir(t *testing.T) (string, map[string]string) {
 		t.Fatal(err)
 	}
 	if len(idx.Clips) == 0 {
-		t.Fatal("the whisper oracle index lists no clips")
+		t.Fatalf("%s: %s lists no clips", what, filepath.Join(dir, "index.json"))
 	}
 	return dir, idx.Clips
 }

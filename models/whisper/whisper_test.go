@@ -35,11 +35,17 @@ func loadClip(t testing.TB, rel string) []float32 {
 }
 
 // loadDecoder loads tiny.en and its tokenizer on the executor, closed at
-// the end of the test. MLX calls must run inside mlx.Do (run, below), and
-// nothing inside may call t.Fatal: that would end the executor's goroutine.
+// the end of the test.
 func loadDecoder(t testing.TB) *Decoder {
 	t.Helper()
-	dir := tinyEN(t)
+	return loadDecoderAt(t, tinyEN(t), "transcribe")
+}
+
+// loadDecoderAt loads the model in dir with a tokenizer for task. MLX calls
+// must run inside mlx.Do (run, below), and nothing inside may call t.Fatal:
+// that would end the executor's goroutine.
+func loadDecoderAt(t testing.TB, dir, task string) *Decoder {
+	t.Helper()
 	mlxtest.Need(t)
 	var d *Decoder
 	err := mlx.Do(func() error {
@@ -47,7 +53,7 @@ func loadDecoder(t testing.TB) *Decoder {
 		if err != nil {
 			return err
 		}
-		tk, err := LoadTokenizer(dir, m.Dims, "", "transcribe")
+		tk, err := LoadTokenizer(dir, m.Dims, "", task)
 		if err != nil {
 			m.Close()
 			return err
