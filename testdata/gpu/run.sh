@@ -83,8 +83,9 @@ stage_l1() {
 	# L1_ORACLE_TIMEOUT (seconds) bounds the oracle: MLX's CUDA JIT compiles every kernel
 	# on a fresh machine, and the whole suite (with its rerun and no-compile checks) takes
 	# longer than one device call; the cases made by then are compared, and said to be partial.
-	"$PY" models/testdata/oracle/make_tiny.py > "$OUT/l1-oracle.txt" 2>&1 &&
-		timeout "${L1_ORACLE_TIMEOUT:-100000}" "$PY" models/testdata/oracle/logits.py --suite ${L1_ORACLE_FLAGS:-} >> "$OUT/l1-oracle.txt" 2>&1
+	# A second l1 call on the warm machine goes on from where the first one's oracle stopped.
+	{ [ -d "$MLXGO_ORACLE_DIR/models" ] || "$PY" models/testdata/oracle/make_tiny.py; } >> "$OUT/l1-oracle.txt" 2>&1 &&
+		timeout "${L1_ORACLE_TIMEOUT:-100000}" "$PY" models/testdata/oracle/logits.py --suite --resume ${L1_ORACLE_FLAGS:-} >> "$OUT/l1-oracle.txt" 2>&1
 	local rc=$? idx=$MLXGO_ORACLE_DIR/cases
 	tail -5 "$OUT/l1-oracle.txt"
 	if [ $rc = 124 ] && [ -f "$idx/index.partial.json" ]; then

@@ -355,13 +355,23 @@ def main() -> int:
     ap.add_argument("--max-kv-size", type=int)
     ap.add_argument("--dtype", choices=["float32", "float16", "bfloat16"], help="cast the model after loading")
     ap.add_argument("--no-checks", action="store_true", help="skip the rerun and no-compile comparisons")
+    ap.add_argument("--resume", action="store_true",
+                    help="with --suite: keep the cases an earlier, stopped run left in index.partial.json")
     args = ap.parse_args()
     mx.set_default_device(oracle_device())
 
     if args.suite:
         models = oracle_dir() / "models"
         entries = {}
+        partial = args.out / "index.partial.json"
+        if args.resume and partial.exists():
+            # A GPU call's time can end mid-suite (testdata/gpu/run.sh l1): the next call
+            # goes on from the cases already made rather than making them again.
+            entries = json.loads(partial.read_text())["cases"]
+            print(f"logits: resuming after {len(entries)} cases", file=sys.stderr)
         for case, spec in suite_cases(models).items():
+            if case in entries:
+                continue
             spec = dict(spec)
             model_dir = models / spec.pop("model")
             try:
