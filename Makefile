@@ -230,7 +230,7 @@ native-cuda:
 GPU := .gpu
 .PHONY: gpu-check
 gpu-check: native-cuda data-tok
-	mkdir -p $(GPU)/p1 $(GPU)/p2/whl $(GPU)/stage/bin $(GPU)/stage/tok && grep -qx '/$(GPU)/' .git/info/exclude || echo '/$(GPU)/' >> .git/info/exclude
+	mkdir -p $(GPU)/p1 $(GPU)/p2/whl $(GPU)/stage/bin $(GPU)/stage/tok && X=$$(git rev-parse --git-path info/exclude) && mkdir -p $$(dirname $$X) && { grep -qx '/$(GPU)/' $$X 2>/dev/null || echo '/$(GPU)/' >> $$X; }
 	rm -f $(GPU)/p1/wheel.part-* $(GPU)/p2/wheel.part-* $(GPU)/p1/bin.tar.xz
 	cd $(GPU)/p1 && split -b 48M $(abspath $(REG)/pypi)/mlx_cuda_13-$(MLX_VERSION)-py3-none-manylinux_2_35_x86_64.whl wheel.part-
 	mv $(GPU)/p1/wheel.part-ab $(GPU)/p2/ && cd $(REG)/pypi && sha256sum mlx_cuda_13-$(MLX_VERSION)-py3-none-manylinux_2_35_x86_64.whl > $(abspath $(GPU))/p2/wheel.sha256
