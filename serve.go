@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/mlxgo/mlxgo/gen"
@@ -91,6 +94,9 @@ Flags:
 	                          running (choices of n count one each, an
 	                          embeddings request one); more get 429
 	                          (default 64)
+	--shard tensor|pipeline   one rank of a model split over processes, started
+	                          by mlxgo launch (see mlxgo launch -h): rank 0
+	                          serves, the other ranks follow its every step
 	--request-timeout D       end a request after D, e.g. 2m (default: none)
 	--shutdown-grace D        how long running requests may finish after a
 	                          signal (default 10s)
@@ -118,6 +124,8 @@ type serveFlags struct {
 	rt                        runtimeFlags
 	adapters                  adapterFlags
 	sampling                  server.SamplingDefaults // the sampling flags given
+	shard                     shardFlags
+	onServer                  func(*server.Server) // called once the server is made (serveRanks)
 }
 
 func (c *serveCommand) parse(args []string) (*serveFlags, error) {
@@ -151,6 +159,7 @@ func (c *serveCommand) parse(args []string) (*serveFlags, error) {
 	fs.DurationVar(&f.timeout, "request-timeout", 0, "")
 	fs.DurationVar(&f.grace, "shutdown-grace", 10*time.Second, "")
 	f.rt.register(fs)
+	f.shard.register(fs.FlagSet)
 	if err := c.m.parseFlags(fs, args); err != nil {
 		return nil, err
 	}
@@ -203,6 +212,10 @@ func (c *serveCommand) parse(args []string) (*serveFlags, error) {
 		return nil, usagef("--draft-model cannot be used with --max-kv-size (speculative decoding trims its caches, and a rotating cache cannot be trimmed once full)")
 	case f.numDraft < 0:
 		return nil, usagef("--num-draft-tokens must be 0 or more")
+	case f.shard.on() && f.draftModel != "":
+		return nil, usagef("--draft-model cannot be combined with --shard %s: speculative decoding is not distributed yet", f.shard.kind)
+	case f.shard.on() && f.model == "" && f.whisperModel != "":
+		return nil, usagef("--shard %s splits a chat model (-m); the Whisper model runs on rank 0 alone", f.shard.kind)
 	}
 	return f, nil
 }
@@ -225,6 +238,11 @@ func (c *serveCommand) Run(ctx context.Context, args []string) error {
 	if err := loadMLX(ctx, &f.rt); err != nil {
 		return err
 	}
+	follower := f.shard.follower()
+	if follower {
+		// A follower serves nothing itself: the side models are rank 0's.
+		f.whisperModel, f.embedModel, f.vadModel = "", "", ""
+	}
 	var tr *server.Transcriber
 	if f.whisperModel != "" {
 		if tr, err = loadTranscriber(f.whisperModel, f.vadModel); err != nil {
@@ -233,6 +251,9 @@ func (c *serveCommand) Run(ctx context.Context, args []string) error {
 		defer mlx.Do(func() error { tr.Model.Close(); return nil })
 	}
 	if isEmbeddingModel(path) {
+		if f.shard.on() {
+			return usagef("--shard %s splits a chat model; %s is an embedding model", f.shard.kind, path)
+		}
 		if f.embedModel != "" {
 			return usagef("-m %s is an embedding model already; --embed-model goes beside a chat model", f.model)
 		}
@@ -251,7 +272,7 @@ func (c *serveCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if d := genCfg.String(); d != "" {
+	if d := genCfg.String(); d != "" && !follower {
 		fmt.Fprintf(c.m.Stderr, "mlxgo: sampling defaults from generation_config.json: %s\n", d)
 	}
 	t, err := tok.Load(path)
@@ -260,12 +281,14 @@ func (c *serveCommand) Run(ctx context.Context, args []string) error {
 	}
 	t.Truncation, t.Padding = nil, nil // never cut a prompt silently
 	var model models.Model
-	if err := mlx.Do(func() (err error) { model, err = models.Load(path, f.rt.load(f.adapters.options())); return err }); err != nil {
+	if err := mlx.Do(func() (err error) { model, err = f.shard.load(path, f.rt.load(f.adapters.options())); return err }); err != nil {
 		return fmt.Errorf("cannot load model %s: %w", path, err)
 	}
 	defer mlx.Do(model.Close)
 	id := servedModelID(f.model, path)
-	logAdapters(c.m.Stderr, model.Info(), id)
+	if !follower {
+		logAdapters(c.m.Stderr, model.Info(), id)
+	}
 	sm := server.NewMLXModel(model, t, id, "mlxgo "+Version, f.cacheBytes)
 	sm.Grammars = gen.NewGrammars(t, sm.VocabSize, sm.EOS)
 	if sm, err = c.withKV(f, path, sm); err != nil {
@@ -290,6 +313,9 @@ func (c *serveCommand) Run(ctx context.Context, args []string) error {
 		}
 		fmt.Fprintf(c.m.Stderr, "mlxgo: speculative decoding with draft model %s, %d tokens per pass\n", d.path, f.numDraft)
 	}
+	if f.shard.on() {
+		return c.serveRanks(ctx, f, sm, emb, tr, id, genCfg)
+	}
 	if emb != nil {
 		id += " and " + emb.ID
 	}
@@ -297,6 +323,52 @@ func (c *serveCommand) Run(ctx context.Context, args []string) error {
 		id += " and " + tr.ID
 	}
 	return c.listen(ctx, f, sm, emb, tr, id, genCfg)
+}
+
+// serveRanks serves a model split over the ranks of a distributed group
+// (--shard): rank 0 serves HTTP and leads, the other ranks follow its
+// engine step by step (server/distributed.go) until it dismisses them. A
+// rank or a link that fails stops rank 0's serving with an error (exit 1;
+// the launcher then stops every rank).
+func (c *serveCommand) serveRanks(ctx context.Context, f *serveFlags, sm server.Model, emb *server.Embeddings, tr *server.Transcriber, id string, genCfg server.SamplingDefaults) error {
+	// MLX's ring writes to its peers' sockets from its own threads: once a
+	// peer is gone, SIGPIPE would kill this process before the failed
+	// collective could end the requests with an error.
+	signal.Ignore(syscall.SIGPIPE)
+	signalled := ctx
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var fatal error
+	rk := &server.Ranks{Group: f.shard.g, Parallelism: f.shard.parallelism(), Fatal: func(err error) {
+		fatal = err
+		cancel()
+	}}
+	sm, err := server.WithRanks(sm, rk)
+	if err != nil {
+		return err
+	}
+	r := sm.Runner.(*server.MLXRunner)
+	if f.shard.follower() {
+		return r.Follow()
+	}
+	fmt.Fprintf(c.m.Stderr, "mlxgo: parallel: %s (rank 0 serves, the other ranks follow)\n", rk.Parallelism)
+	var srv atomic.Pointer[server.Server]
+	f.onServer = func(s *server.Server) { srv.Store(s) }
+	stop := make(chan struct{})
+	defer close(stop)
+	go c.watchRanks(rk, &srv, signalled, stop)
+	if emb != nil {
+		id += " and " + emb.ID
+	}
+	if tr != nil {
+		id += " and " + tr.ID
+	}
+	err = c.listen(ctx, f, sm, emb, tr, id, genCfg)
+	r.Dismiss()
+	if fatal != nil {
+		return fmt.Errorf("stopped serving: %w", fatal)
+	}
+	return err
 }
 
 // listen serves model (and emb when not nil) with the flags' limits.
@@ -315,6 +387,9 @@ func (c *serveCommand) listen(ctx context.Context, f *serveFlags, model server.M
 	})
 	if err != nil {
 		return err
+	}
+	if f.onServer != nil {
+		f.onServer(srv)
 	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(f.host, strconv.Itoa(f.port)))
 	if err != nil {
@@ -429,4 +504,46 @@ func (c *serveCommand) serveAudioOnly(ctx context.Context, f *serveFlags) error 
 	model := server.Model{ID: tr.ID, Tokenizer: tr.Tokenizer.Text(), Fingerprint: tr.Fingerprint,
 		Composition: tr.Composition, Runner: server.AudioOnlyRunner{ID: tr.ID}}
 	return c.listen(ctx, f, model, nil, tr, tr.ID, server.SamplingDefaults{})
+}
+
+// watchRanks ends rank 0 when its step has waited too long for the other
+// ranks: MLX's ring can wait forever on a peer killed mid-collective (its
+// pending task fails, the next one never runs), and the native call cannot
+// be interrupted. After a signal (the launcher's SIGTERM, sent as soon as a
+// rank fails) a step still under way 0.5 s later is taken as lost; without one,
+// $MLXGO_STEP_TIMEOUT (a Go duration, default 2m). Every request in flight
+// then gets an OpenAI error, and the process exits 1.
+func (c *serveCommand) watchRanks(rk *server.Ranks, srv *atomic.Pointer[server.Server], signalled context.Context, stop <-chan struct{}) {
+	limit := 2 * time.Minute
+	if d, err := time.ParseDuration(os.Getenv("MLXGO_STEP_TIMEOUT")); err == nil && d > 0 {
+		limit = d
+	}
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	var since time.Time // when the signal came
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		d := rk.Stalled()
+		if since.IsZero() && signalled.Err() != nil {
+			since = time.Now()
+		}
+		lost := d > limit
+		if !since.IsZero() && d > 500*time.Millisecond && time.Since(since) > 500*time.Millisecond {
+			lost = true
+		}
+		if !lost {
+			continue
+		}
+		err := fmt.Errorf("%w: rank 0's step has waited %v for the other ranks", server.ErrRankLost, d.Round(time.Millisecond))
+		if s := srv.Load(); s != nil {
+			s.Abandon(err)
+			time.Sleep(300 * time.Millisecond) // the handlers write their errors
+		}
+		fmt.Fprintf(c.m.Stderr, "mlxgo: error: stopped serving: %v\n", err)
+		os.Exit(1)
+	}
 }

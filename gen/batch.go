@@ -246,7 +246,15 @@ func (b *Batch) Close() { b.endAll(ErrBatchClosed) }
 func (b *Batch) reapCancelled() {
 	for _, list := range []*[]*batchRow{&b.waiting, &b.decoding} {
 		for _, r := range append([]*batchRow(nil), *list...) {
-			if err := r.Ctx.Err(); err != nil {
+			if r.Ctx.Err() == nil {
+				continue
+			}
+			// A row cancelled with ErrStop as the cause (a distributed
+			// row's stop string, seen the step before) finishes "stop".
+			if err := context.Cause(r.Ctx); errors.Is(err, ErrStop) {
+				r.st.FinishReason = FinishStop
+				b.end(r, nil)
+			} else {
 				r.st.FinishReason = FinishCancelled
 				b.end(r, err)
 			}

@@ -124,13 +124,14 @@ func (j *job) deliver() error {
 }
 
 // next is the handler's side of send: the next event, or a final one with
-// the context's error once the request is cancelled or timed out.
+// the context's error (its cause: Server.Abandon's) once the request is
+// cancelled or timed out.
 func (j *job) next() event {
 	select {
 	case ev := <-j.events:
 		return ev
 	case <-j.ctx.Done():
-		return event{done: true, err: j.ctx.Err()}
+		return event{done: true, err: context.Cause(j.ctx)}
 	}
 }
 

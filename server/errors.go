@@ -69,6 +69,8 @@ func statusOf(err error) *apiError {
 		return e
 	case errors.Is(err, ErrQueueFull):
 		return &apiError{status: http.StatusTooManyRequests, typ: "rate_limit_error", code: "queue_full", message: err.Error()}
+	case errors.Is(err, ErrRankLost):
+		return &apiError{status: http.StatusServiceUnavailable, typ: "server_error", code: "rank_failed", message: err.Error()}
 	case errors.Is(err, ErrShuttingDown):
 		return &apiError{status: http.StatusServiceUnavailable, typ: "server_error", message: err.Error()}
 	case errors.Is(err, errTimeout), errors.Is(err, context.DeadlineExceeded):

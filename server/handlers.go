@@ -339,9 +339,13 @@ func (c *templateCache) render(t *tok.Tokenizer, messages []byte, o chat.Options
 // model when it is another one (--embed-model).
 func (s *Server) models() []map[string]any {
 	fp, _ := s.fpOnce()
+	x := map[string]any{"artifact_fingerprint": fp, "context_length": s.cfg.Model.ContextLength}
+	if p := s.cfg.Model.Parallelism; p.Kind != "" {
+		x["parallelism"] = map[string]any{"kind": p.Kind, "size": p.Size, "backend": p.Backend}
+	}
 	out := []map[string]any{{
 		"id": s.cfg.Model.ID, "object": "model", "created": s.created, "owned_by": "mlxgo",
-		"x_mlxgo": map[string]any{"artifact_fingerprint": fp, "context_length": s.cfg.Model.ContextLength},
+		"x_mlxgo": x,
 	}}
 	out = append(out, s.adapterEntries()...)
 	if e := s.cfg.Embeddings; e != nil && e.ID != s.cfg.Model.ID {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -29,7 +30,8 @@ type MLXRunner struct {
 	// The batch and its counts, used on the engine goroutine only.
 	batch          *gen.Batch
 	rows, decoding int
-	abort          error // while Abort closes the batch: the rows' error
+	abort          error  // while Abort closes the batch: the rows' error
+	ranks          *Ranks // nil: one process (WithRanks)
 }
 
 // WithBatch returns m scheduled by continuous batching of up to rows rows
@@ -58,7 +60,22 @@ func (r *MLXRunner) MaxRows() int { return max(1, r.BatchRows) }
 // logits processors then see that rest, as they do there). A row with a
 // seed draws from its own random key, the draws mx.random.seed(seed) then
 // generate_step would make, so rows with seeds do not disturb each other.
+// On rank 0 of a distributed model the row is also recorded for the other
+// ranks, which add it at the next Step (distributed.go).
 func (r *MLXRunner) Add(ctx context.Context, prompt []int32, o gen.Options, seed *uint64, emit func(int32) error, done func(Result, error)) error {
+	if rk := r.ranks; rk != nil && rk.leader() {
+		d, s, err := rk.wire(ctx, prompt, o, seed)
+		if err != nil {
+			return err
+		}
+		rk.adds = append(rk.adds, d)
+		seed = s
+	}
+	return r.add(ctx, prompt, o, seed, emit, done)
+}
+
+// add is Add on this rank alone.
+func (r *MLXRunner) add(ctx context.Context, prompt []int32, o gen.Options, seed *uint64, emit func(int32) error, done func(Result, error)) error {
 	return mlx.Do(func() error {
 		if r.batch == nil {
 			r.batch = gen.NewCappedBatch(r.Model, r.MaxRows())
@@ -79,26 +96,66 @@ func (r *MLXRunner) Add(ctx context.Context, prompt []int32, o gen.Options, seed
 		// o.ContextLength stays whole: gen.Batch counts the tokens the
 		// caches hold against it.
 		var out []int32
-		row := gen.Row{
-			Ctx: ctx, Prompt: prompt[res.CachedTokens:], Caches: caches, Options: o, Seed: seed,
+		rowCtx, id, row := ctx, -1, (*rankRow)(nil)
+		if rk := r.ranks; rk != nil {
+			// The batch sees only the row's own context, which every rank
+			// cancels at the same step; the request's is rank 0's to watch.
+			var job context.Context
+			if rk.leader() {
+				job = ctx
+			}
+			id, rowCtx = rk.track(job, adapter)
+			row = rk.rows[id]
+		}
+		emitRow := func(t int32) error {
+			out = append(out, t)
+			if row == nil {
+				return emit(t)
+			}
+			// A distributed row ends only at a step's start, on every
+			// rank alike: what emit refuses is rank 0's verdict to hand
+			// over, and nothing more of the row is emitted.
+			if row.verdict == nil {
+				if err := emit(t); err != nil {
+					row.verdict = err
+				}
+			}
+			return nil
+		}
+		grow := gen.Row{
+			Ctx: rowCtx, Prompt: prompt[res.CachedTokens:], Caches: caches, Options: o, Seed: seed,
 			// Without a prompt cache nothing keeps the caches: every row
 			// runs ahead. With one, a row whose caches could not be trimmed
 			// of a token fed ahead reads each token first, so that they go
 			// back to the prompt cache holding what was emitted.
 			AlwaysAhead: r.Cache == nil,
-			Emit: func(t int32) error {
-				out = append(out, t)
-				return emit(t)
-			},
+			Emit:        emitRow,
 			Done: func(st gen.Stats, caches []kv.Cache, err error) {
 				if r.abort != nil {
 					err = r.abort
 				}
 				res.Stats = st
-				done(r.settle(res, append(append([]int32(nil), prompt...), out...), caches, err), err)
+				report := err
+				if row != nil {
+					// Ended at once (EOS, length) with a verdict not yet
+					// handed over: the client hears the verdict, while
+					// the caches go where every rank puts them.
+					if v := row.verdict; v != nil && !row.sent && err == nil {
+						if errors.Is(v, gen.ErrStop) {
+							res.Stats.FinishReason = gen.FinishStop
+						} else {
+							report = v
+						}
+					}
+					r.ranks.untrack(id)
+				}
+				done(r.settle(res, append(append([]int32(nil), prompt...), out...), caches, err), report)
 			},
 		}
-		err := r.batch.Add(row)
+		err := r.batch.Add(grow)
+		if err != nil && row != nil {
+			r.ranks.untrack(id)
+		}
 		if err != nil && caches != nil {
 			if res.CachedTokens > 0 {
 				// The caches are still ours and still hold the prefix.
@@ -112,30 +169,52 @@ func (r *MLXRunner) Add(ctx context.Context, prompt []int32, o gen.Options, seed
 	})
 }
 
-// Step implements Runner: one gen.Batch step on the MLX executor.
+// Step implements Runner: one gen.Batch step on the MLX executor. On rank
+// 0 of a distributed model the step's schedule goes to the other ranks
+// first; a failure there or in the step stops the server (Ranks.Fatal).
 func (r *MLXRunner) Step() error {
 	return mlx.Do(func() error {
+		rk := r.ranks
+		if rk != nil {
+			if err := rk.handOver(opStep); err != nil {
+				return err
+			}
+			defer rk.stepping()()
+		}
 		if r.batch == nil {
 			return nil
 		}
 		defer r.count()
-		return r.batch.Step()
+		err := r.batch.Step()
+		if err != nil && rk != nil {
+			return rk.fail(err)
+		}
+		return err
 	})
 }
 
 // Abort implements Runner: the batch is closed, which ends every row (each
-// Done reports err), and a new one is made at the next Add.
+// Done reports err), and a new one is made at the next Add. The other ranks
+// of a distributed model close theirs too.
 func (r *MLXRunner) Abort(err error) {
 	mlx.Do(func() error {
-		if r.batch == nil {
-			return nil
+		if rk := r.ranks; rk != nil && !rk.failed {
+			rk.handOver(opAbort)
 		}
-		r.abort = err
-		r.batch.Close()
-		r.batch, r.abort = nil, nil
-		r.count()
+		r.abortLocal(err)
 		return nil
 	})
+}
+
+// abortLocal closes this rank's batch (on the executor).
+func (r *MLXRunner) abortLocal(err error) {
+	if r.batch == nil {
+		return
+	}
+	r.abort = err
+	r.batch.Close()
+	r.batch, r.abort = nil, nil
+	r.count()
 }
 
 // Rows and Decoding implement Runner from the counts taken on the executor

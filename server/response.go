@@ -32,6 +32,9 @@ type Composition struct {
 	// Speculative is the acceleration method when a draft model decoded
 	// the request (speculative.go); nil otherwise.
 	Speculative *Speculation `json:"speculative,omitempty"`
+	// Parallelism is how the model is split over processes ("tensor x2
+	// over ring", serve --shard); "" for one process.
+	Parallelism string `json:"parallelism,omitempty"`
 }
 
 type usage struct {

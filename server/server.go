@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/mlxgo/mlxgo/gen"
+	"github.com/mlxgo/mlxgo/models"
 	"github.com/mlxgo/mlxgo/tok"
 )
 
@@ -45,6 +46,9 @@ type Model struct {
 	Runner      Runner
 	// Adapters are the LoRA adapters requests may choose (adapters.go).
 	Adapters []Adapter
+	// Parallelism is the model's split over processes (WithRanks); the
+	// zero value is one process.
+	Parallelism models.Parallelism
 }
 
 // Config is how the server runs.
@@ -83,6 +87,23 @@ type Server struct {
 	tmpl    templateCache
 	// responses are the stored /v1/responses answers (responses_store.go).
 	responses *responseStore
+	// abandon cancels every request's context with a cause (Abandon);
+	// set by Serve.
+	abandonMu sync.Mutex
+	abandon   context.CancelCauseFunc
+}
+
+// Abandon ends every request in flight with err, from outside the engine:
+// each handler answers with err as an OpenAI error (an error chunk when
+// streaming) without waiting for the engine, which may never step again (a
+// distributed model whose rank died mid-collective). It does not stop
+// Serve.
+func (s *Server) Abandon(err error) {
+	s.abandonMu.Lock()
+	defer s.abandonMu.Unlock()
+	if s.abandon != nil {
+		s.abandon(err)
+	}
 }
 
 // New checks cfg and returns a server; call Serve to run it.
@@ -140,8 +161,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, ready func(url stri
 		go t.Fingerprint()
 	}
 	go s.eng.run()
-	base, cancelAll := context.WithCancel(context.Background())
+	base, cancelCause := context.WithCancelCause(context.Background())
+	cancelAll := func() { cancelCause(nil) }
 	defer cancelAll()
+	s.abandonMu.Lock()
+	s.abandon = cancelCause
+	s.abandonMu.Unlock()
 	hs := &http.Server{
 		Handler:           s.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
