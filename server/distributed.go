@@ -63,18 +63,18 @@ type rankRow struct {
 
 // distributedRow is one Add as rank 0 hands it over.
 type distributedRow struct {
-	Prompt      []int32                `json:"p"`
-	Seed        *uint64                `json:"s,omitempty"`
-	Adapter     string                 `json:"a,omitempty"`
-	MaxTokens   int                    `json:"m,omitempty"`
-	Sampler     gen.SamplerOptions     `json:"sa"`
-	Processors  gen.ProcessorOptions   `json:"pr"`
-	Prefill     int                    `json:"ps,omitempty"`
-	EOS         []int32                `json:"e,omitempty"`
-	Context     int                    `json:"c,omitempty"`
-	Vocab       int                    `json:"v,omitempty"`
-	Logprobs    bool                   `json:"l,omitempty"`
-	TopLogprobs int                    `json:"tl,omitempty"`
+	Prompt      []int32              `json:"p"`
+	Seed        *uint64              `json:"s,omitempty"`
+	Adapter     string               `json:"a,omitempty"`
+	MaxTokens   int                  `json:"m,omitempty"`
+	Sampler     gen.SamplerOptions   `json:"sa"`
+	Processors  gen.ProcessorOptions `json:"pr"`
+	Prefill     int                  `json:"ps,omitempty"`
+	EOS         []int32              `json:"e,omitempty"`
+	Context     int                  `json:"c,omitempty"`
+	Vocab       int                  `json:"v,omitempty"`
+	Logprobs    bool                 `json:"l,omitempty"`
+	TopLogprobs int                  `json:"tl,omitempty"`
 }
 
 // Operations of a hand-over.
