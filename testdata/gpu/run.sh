@@ -11,6 +11,7 @@
 #            (L1_ORACLE_FLAGS=--no-checks skips the oracle's rerun and no-compile runs)
 #   big1b    only make the Llama-3.2-1B-shaped models (bench1b makes them too)
 #   bench1b  mlxgo generate vs mlx-lm, alternating (bench.py), Llama-3.2-1B shape bf16 + q4g64
+#            (BENCH1B_SHAPES, BENCH1B_ROUNDS: default both shapes, 3 rounds)
 #   bench8b  the same for the Llama-3.1-8B shape
 #   benchserve mlxgo serve --batch N against mlx_lm.server --decode-concurrency N (its
 #            BatchGenerator), N concurrent 512-token streams (server/testdata/bench_serve.py):
@@ -121,7 +122,8 @@ stage_big1b() {
 
 stage_bench1b() {
 	stage_big1b || return 1
-	bench_one "$W/big/llama1b-bf16" 3; bench_one "$W/big/llama1b-q4g64" 3
+	local m
+	for m in ${BENCH1B_SHAPES:-llama1b-bf16 llama1b-q4g64}; do bench_one "$W/big/$m" "${BENCH1B_ROUNDS:-3}"; done
 }
 
 stage_bench8b() {
