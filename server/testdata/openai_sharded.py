@@ -56,6 +56,13 @@ one = run(one_url)
 sharded = run(sharded_url)
 for i, (a, b) in enumerate(zip(one, sharded)):
     check(f"request {i}: same text and finish as one process", a[:2] == b[:2], f"{a[:2]!r} vs {b[:2]!r}")
+# Again: the prompt cache now holds the prompts (and what was generated) on
+# every rank alike, and the rows start from it.
+again = run(sharded_url)
+for i, (a, b) in enumerate(zip(one, again)):
+    check(f"request {i} again: same text and finish from the prompt cache", a[:2] == b[:2], f"{a[:2]!r} vs {b[:2]!r}")
+cached = [b[2].get("cached_tokens", 0) for b in again if b[2] is not None]
+check("prompt cache hits", max(cached) > 0, repr(cached))
 stops = [b[1] for i, b in enumerate(sharded) if i % 3 == 1]
 check("stop strings end rows", "stop" in stops, repr(stops))
 x = [b[2] for b in sharded if b[2] is not None]
