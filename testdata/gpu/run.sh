@@ -17,7 +17,8 @@
 #            BatchGenerator), N concurrent 512-token streams (server/testdata/bench_serve.py):
 #            SERVE_SHAPES (default "llama1b-bf16:16 llama1b-bf16:64 llama8b-bf16:16")
 #   hostcost the host's share of a decode step on the 1B shape (models.test benchmarks):
-#            building one step's graph, and decode with and without pipelining
+#            building one step's graph, and decode with and without pipelining; the
+#            same three loops for mlx-lm (hostcost_mlxlm.py)
 #   summary  one table from the bench JSON
 #
 # Run from the repo root: testdata/gpu/run.sh STAGE... ; `make gpu-check` prepares what
@@ -152,6 +153,7 @@ stage_hostcost() {
 		[ -d "$W/big/$m" ] || continue
 		(cd models && MLXGO_NATIVE_DIR=$PACK MLXGO_BENCH_MODEL=$W/big/$m "$W/bin/models.test" -test.run '^$' \
 			-test.bench 'SmolLM2(BuildStep|Decode)' -test.benchtime 200x) 2>&1 | tee "$OUT/hostcost-$m.txt" | grep -E '^Bench|FAIL|ok'
+		"$PY" testdata/gpu/hostcost_mlxlm.py --model "$W/big/$m" --steps 200 2>&1 | tee -a "$OUT/hostcost-$m.txt" | grep '^mlx-lm'
 		keep "$OUT/hostcost-$m.txt"
 	done
 }
