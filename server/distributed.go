@@ -183,7 +183,7 @@ func (rk *Ranks) share(msg []byte) ([]byte, error) {
 // per process), as generate --shard shares one.
 func (rk *Ranks) wire(ctx context.Context, prompt []int32, o gen.Options, seed *uint64) (distributedRow, *uint64, error) {
 	if o.Grammar != nil {
-		return distributedRow{}, nil, fmt.Errorf("%w: structured output is not served on several ranks yet (serve --shard)", errUnsupportedShard)
+		return distributedRow{}, nil, unsupported("response_format", "structured output is not served on several ranks yet (serve --shard)")
 	}
 	if seed == nil && o.Sampler.Temp > 0 {
 		s := rand.Uint64() >> 1
@@ -196,9 +196,6 @@ func (rk *Ranks) wire(ctx context.Context, prompt []int32, o gen.Options, seed *
 		Logprobs: o.Logprobs != nil, TopLogprobs: o.TopLogprobs,
 	}, seed, nil
 }
-
-// errUnsupportedShard marks a request feature a distributed model does not serve.
-var errUnsupportedShard = errors.New("unsupported on several ranks")
 
 // options is the gen.Options a follower runs a handed-over row with.
 func (d distributedRow) options() gen.Options {
