@@ -309,3 +309,42 @@ func tail(s string, n int) string {
 	}
 	return s
 }
+
+// TestServeShardedSmolLM2: `mlxgo launch -n 3 -- serve --shard tensor` on
+// the real SmolLM2 (9 query heads: 3 ranks) answers a chat completion with
+// the text mlx-lm's 3-rank sharded SmolLM2 generates (sharded.py --smollm2,
+// greedy), from the same prompt ids.
+func TestServeShardedSmolLM2(t *testing.T) {
+	ref, model := readSmolLM2Sharded(t)
+	bin := buildBinary(t)
+	_, url, log := startLaunched(t, bin, "launch", "-n", strconv.Itoa(ref.Shard.Size), "--starting-port", "0", "--",
+		"serve", "--port", "0", "-m", model, "--threads", "1", "--batch", "4", "--shard", "tensor")
+	b, _ := json.Marshal(map[string]any{"messages": []map[string]string{{"role": "user", "content": ref.Prompt}},
+		"max_tokens": ref.MaxTokens, "temperature": 0})
+	resp, err := http.Post(url+"/v1/chat/completions", "application/json", strings.NewReader(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var r struct {
+		Choices []struct {
+			Message struct{ Content string } `json:"message"`
+		} `json:"choices"`
+		Usage struct {
+			PromptTokens int `json:"prompt_tokens"`
+		} `json:"usage"`
+		X struct {
+			Parallelism string `json:"parallelism"`
+		} `json:"x_mlxgo"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil || len(r.Choices) != 1 {
+		t.Fatalf("chat completion: %v %+v\n%s", err, r, log)
+	}
+	if got := r.Choices[0].Message.Content; got != ref.Text {
+		t.Fatalf("3 ranks served %q, mlx-lm's 3-rank SmolLM2 %q", got, ref.Text)
+	}
+	if want := fmt.Sprintf("tensor x%d over ring", ref.Shard.Size); r.X.Parallelism != want {
+		t.Fatalf("x_mlxgo.parallelism %q, want %q", r.X.Parallelism, want)
+	}
+	t.Logf("%d prompt tokens, %q", r.Usage.PromptTokens, ref.Text)
+}
