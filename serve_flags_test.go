@@ -66,3 +66,29 @@ func TestServeKVFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestServeShardFlags: serve --shard takes tensor, pipeline or none, and
+// refuses what is not distributed before loading anything.
+func TestServeShardFlags(t *testing.T) {
+	c := &serveCommand{m: &Main{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard}}
+	for _, kind := range []string{"tensor", "pipeline"} {
+		if f, err := c.parse([]string{"--shard", kind, "--batch", "4"}); err != nil || f.shard.kind != kind || !f.shard.on() {
+			t.Errorf("--shard %s: %+v %v", kind, f, err)
+		}
+	}
+	if f, err := c.parse([]string{"--shard", "none"}); err != nil || f.shard.on() {
+		t.Errorf("--shard none: %v", err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--shard", "data"}, "want tensor, pipeline or none"},
+		{[]string{"--shard", "tensor", "--draft-model", "d"}, "--draft-model cannot be combined with --shard tensor"},
+		{[]string{"--shard", "pipeline", "--whisper-model", "w"}, "--shard pipeline splits a chat model (-m)"},
+	} {
+		if _, err := c.parse(tc.args); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want a usage error naming %q", tc.args, err, tc.want)
+		}
+	}
+}
