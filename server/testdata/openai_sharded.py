@@ -29,6 +29,8 @@ def requests():
             kw["stop"] = ["3"]  # a stop string: rank 0 ends the row, the others follow
         if i % 4 == 3:
             kw.update(temperature=0.9, seed=11 + i)
+        if i == 5:
+            kw["logprobs"] = 2  # read back on every rank: it changes the graph
         out.append((i % 2 == 0, kw))
     return out
 
