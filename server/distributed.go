@@ -49,7 +49,6 @@ type Ranks struct {
 	rows    map[int]*rankRow // rows added and not ended
 	order   []int            // ids of rows, in Add order
 	failed  bool
-	exitErr error
 }
 
 // rankRow is a row's state on any rank: its own context, cancelled (with the
