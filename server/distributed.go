@@ -43,12 +43,12 @@ type Ranks struct {
 	// ranks can no longer agree, and the caller stops serving.
 	Fatal func(error)
 
-	busy    atomic.Int64     // rank 0: when the step under way began (unix ns; 0: none)
-	next    int              // the id the next Add gets (every rank counts the same)
-	adds    []distributedRow // rank 0: added since the last hand-over
-	rows    map[int]*rankRow // rows added and not ended
-	order   []int            // ids of rows, in Add order
-	failed  bool
+	busy   atomic.Int64     // rank 0: when the step under way began (unix ns; 0: none)
+	next   int              // the id the next Add gets (every rank counts the same)
+	adds   []distributedRow // rank 0: added since the last hand-over
+	rows   map[int]*rankRow // rows added and not ended
+	order  []int            // ids of rows, in Add order
+	failed bool
 }
 
 // rankRow is a row's state on any rank: its own context, cancelled (with the
