@@ -304,7 +304,8 @@ bench-gemma4: $(ORACLE)/models/gemma4-bench-q4g64/config.json
 # says why it is not .venv): tiny.en converted from CT2, mel, encoder output, every decoding step's
 # logits and the segments of jfk.wav, a LibriVox clip and all the LibriVox clips + jfk joined (41 s,
 # two windows), jfk.wav with fp16=False (float32 activations), and jfk's first 3.2 s six times
-# (every temperature of the fallback, sampled from mx.random.seed(0)), for models/whisper's
+# (every temperature of the fallback, sampled from mx.random.seed(0)), the same clip with
+# best_of=5 (five rows sampled per step, the best ranked kept), for models/whisper's
 # TestL1AgainstMLXWhisper; then faster-whisper's text on the same
 # CT2 weights and clips (testdata/whisper_faster.py), which that test compares too.
 WHISPER_VENV  := $(CACHE)/whisper-venv
@@ -316,7 +317,8 @@ $(WHISPER_VENV)/.stamp: testdata/whisper_requirements.txt
 	test -x $(WHISPER_VENV)/bin/python || python3 -m venv $(WHISPER_VENV)
 	$(WHISPER_VENV)/bin/pip install -q --disable-pip-version-check --no-deps -r testdata/whisper_requirements.txt
 	touch $@
-oracle-whisper: $(ORACLE)/whisper/index.json $(ORACLE)/whisper/faster/longform.json $(ORACLE)/silero/index.json $(ORACLE)/whisper-lang/index.json
+oracle-whisper: $(ORACLE)/whisper/index.json $(ORACLE)/whisper/faster/longform.json $(ORACLE)/whisper/faster-beam5/longform.json \
+  $(ORACLE)/silero/index.json $(ORACLE)/whisper-lang/index.json
 # Language detection, translation and word timestamps on the multilingual Whisper base
 # (testdata/whisper_lang.py), for models/whisper's TestL1LanguageDetection.
 $(ORACLE)/whisper-lang/index.json: $(WHISPER_VENV)/.stamp $(DATA)/whisper-base-ct2/model.bin $(DATA)/audio/jfk.wav $(DATA)/audio/pocketsphinx/.stamp testdata/whisper_lang.py testdata/whisper_oracle.py
@@ -326,9 +328,15 @@ $(ORACLE)/whisper/index.json: $(WHISPER_VENV)/.stamp $(WHISPER_MODEL)/model.bin 
 	$(WHISPER_VENV)/bin/python testdata/whisper_oracle.py --model $(WHISPER_MODEL) --out $(ORACLE)/whisper \
 	  --concat longform=$(subst $(eval) ,$(COMMA),$(DATA)/audio/jfk.wav $(foreach n,0870 0880 0890 0920 0930,$(LIBRIVOX)-$(n).wav)) \
 	  --fp32 jfk-fp32=$(DATA)/audio/jfk.wav --tile fallback=$(DATA)/audio/jfk.wav$(COMMA)3.2$(COMMA)6 \
+	  --best-of fallback-best5=$(ORACLE)/whisper/fallback.wav$(COMMA)5 \
 	  $(DATA)/audio/jfk.wav $(LIBRIVOX)-0870.wav
 $(ORACLE)/whisper/faster/longform.json: $(ORACLE)/whisper/index.json testdata/whisper_faster.py
 	$(WHISPER_VENV)/bin/python testdata/whisper_faster.py --model $(WHISPER_MODEL) --out $(ORACLE)/whisper/faster \
+	  $(DATA)/audio/jfk.wav $(LIBRIVOX)-0870.wav $(ORACLE)/whisper/longform.wav
+# faster-whisper's beam search (beam_size 5, patience 1) on the same clips, for models/whisper's
+# TestBeamSearchAgainstFasterWhisper (mlx-whisper 0.4.3 has no beam search to compare with).
+$(ORACLE)/whisper/faster-beam5/longform.json: $(ORACLE)/whisper/index.json testdata/whisper_faster.py
+	$(WHISPER_VENV)/bin/python testdata/whisper_faster.py --model $(WHISPER_MODEL) --out $(ORACLE)/whisper/faster-beam5 --beam-size 5 \
 	  $(DATA)/audio/jfk.wav $(LIBRIVOX)-0870.wav $(ORACLE)/whisper/longform.wav
 # Silero VAD: onnxruntime's speech probabilities and get_speech_timestamps' segments on the same
 # ONNX file (testdata/whisper_vad.py), for models/silero's TestProbsAgainstOnnxruntime.
@@ -336,13 +344,17 @@ $(ORACLE)/silero/index.json: $(ORACLE)/whisper/index.json $(DATA)/silero/silero_
 	$(WHISPER_VENV)/bin/python testdata/whisper_vad.py --onnx $(DATA)/silero/silero_vad_v5.onnx --silero-wheel $(REG)/pypi/$(SILERO_WHL) \
 	  --out $(ORACLE)/silero $(DATA)/audio/jfk.wav $(LIBRIVOX)-0870.wav $(ORACLE)/whisper/longform.wav
 
-# mlxgo transcribe against mlx-whisper (same libmlx, same tiny.en weights) on jfk.wav, a LibriVox
-# clip and a 5-minute clip joined from them: alternating rounds, medians, real-time factors, ratios
+# mlxgo transcribe against mlx-whisper (same libmlx, same tiny.en weights) and faster-whisper
+# (float32 and int8 compute types, same CT2 weights) on jfk.wav, a LibriVox clip and a 5-minute
+# clip synthesized with Debian's espeak-ng and sox (installed here when missing): rotating order,
+# medians, real-time factors, ratios, machine, load and versions
 # (testdata/whisper_bench.py; report in .cache/bench/transcribe.json).
 .PHONY: bench-transcribe
 BENCH_TRANSCRIBE_ROUNDS ?= 3
 BENCH_TRANSCRIBE_LONG   ?= 300
 bench-transcribe: build native-install oracle-whisper
+	command -v espeak-ng >/dev/null && command -v sox >/dev/null || \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq espeak-ng sox)
 	mkdir -p $(CACHE)/bench
 	$(WHISPER_VENV)/bin/python testdata/whisper_bench.py --mlxgo ./mlxgo --ct2 $(WHISPER_MODEL) --mlx-model $(ORACLE)/whisper/model-mlx \
 	  --rounds $(BENCH_TRANSCRIBE_ROUNDS) --long $(BENCH_TRANSCRIBE_LONG) --json $(CACHE)/bench/transcribe.json $(DATA)/audio/jfk.wav $(LIBRIVOX)-0870.wav

@@ -46,6 +46,16 @@ Flags:
 	--temperature T                first sampling temperature (default 0: greedy)
 	--temperature-increment INC    on a failed window retry at T+INC, T+2·INC, …
 	                               up to 1 (default 0.2; 0: no fallback)
+	--beam-size N                  beam search with N beams at temperature 0
+	                               (openai-whisper's BeamSearchDecoder; default 1:
+	                               greedy); the sampled fallbacks stay sampling
+	--patience P                   beam search goes on until round(N·P) sequences
+	                               have finished (default 1; needs --beam-size)
+	--best-of N                    at temperature > 0 sample N sequences per
+	                               window and keep the best (default 1)
+	--length-penalty A             rank beams and samples by logprob /
+	                               ((5+length)/6)^A, A in 0..1 (default: by
+	                               logprob / length)
 	--compression-ratio-threshold X  a window whose text compresses better than
 	                               X is a failure (default 2.4; 0: off)
 	--logprob-threshold X          a window whose mean token log-probability is
@@ -86,7 +96,10 @@ type transcribeCommand struct{ m *Main }
 type transcribeFlags struct {
 	model, format, language, task, prompt, tokenizer, input string
 	vadModel                                                string
-	temperature, increment                                  float64
+	temperature, increment, patience                        float64
+	lengthPenalty                                           float64
+	beamSize, bestOf                                        int
+	patienceSet, lengthPenaltySet                           bool
 	crThreshold, lpThreshold, nsThreshold                   float64
 	noCondition, noTimestamps, verbose, tempSet, fp32, vad  bool
 	wordTimestamps                                          bool
@@ -105,6 +118,10 @@ func (c *transcribeCommand) parse(args []string) (*transcribeFlags, error) {
 	fs.StringVar(&f.tokenizer, "tokenizer", "", "")
 	fs.Float64Var(&f.temperature, "temperature", 0, "")
 	fs.Float64Var(&f.increment, "temperature-increment", 0.2, "")
+	fs.IntVar(&f.beamSize, "beam-size", 1, "")
+	fs.Float64Var(&f.patience, "patience", 1, "")
+	fs.IntVar(&f.bestOf, "best-of", 1, "")
+	fs.Float64Var(&f.lengthPenalty, "length-penalty", 0, "")
 	fs.Float64Var(&f.crThreshold, "compression-ratio-threshold", 2.4, "")
 	fs.Float64Var(&f.lpThreshold, "logprob-threshold", -1, "")
 	fs.Float64Var(&f.nsThreshold, "no-speech-threshold", 0.6, "")
@@ -133,10 +150,16 @@ func (c *transcribeCommand) parse(args []string) (*transcribeFlags, error) {
 		return nil, err
 	}
 	fs.Visit(func(fl *flag.Flag) {
-		if fl.Name == "temperature" || fl.Name == "temperature-increment" {
+		switch fl.Name {
+		case "temperature", "temperature-increment":
 			f.tempSet = true
+		case "patience":
+			f.patienceSet = true
+		case "length-penalty":
+			f.lengthPenaltySet = true
 		}
 	})
+	temps := f.temperatures()
 	switch {
 	case len(rest) > 1:
 		return nil, usagef("unexpected argument %q (one audio file at a time)", rest[1])
@@ -150,6 +173,20 @@ func (c *transcribeCommand) parse(args []string) (*transcribeFlags, error) {
 		return nil, usagef("--temperature %v: want 0 to 1", f.temperature)
 	case !(f.increment >= 0 && f.increment <= 1):
 		return nil, usagef("--temperature-increment %v: want 0 to 1", f.increment)
+	case f.beamSize < 1:
+		return nil, usagef("--beam-size %d: want 1 (greedy) or more", f.beamSize)
+	case !(f.patience > 0):
+		return nil, usagef("--patience %v: want more than 0", f.patience)
+	case f.patienceSet && f.beamSize < 2:
+		return nil, usagef("--patience needs --beam-size 2 or more (beam search)")
+	case f.beamSize > 1 && temps[0] > 0:
+		return nil, usagef("--beam-size %d with --temperature %v: beam search runs at temperature 0 only, and no decoding here is at 0", f.beamSize, f.temperature)
+	case f.bestOf < 1:
+		return nil, usagef("--best-of %d: want 1 or more", f.bestOf)
+	case f.bestOf > 1 && slices.Max(temps) == 0:
+		return nil, usagef("--best-of %d with greedy decoding only: best-of samples at temperature > 0, and no decoding here is (--temperature 0 --temperature-increment 0)", f.bestOf)
+	case f.lengthPenaltySet && !(f.lengthPenalty >= 0 && f.lengthPenalty <= 1):
+		return nil, usagef("--length-penalty %v: want 0 to 1", f.lengthPenalty)
 	case math.IsNaN(f.crThreshold) || f.crThreshold < 0:
 		return nil, usagef("--compression-ratio-threshold %v: want 0 (off) or more", f.crThreshold)
 	case f.vad && f.vadModel == "":
@@ -251,6 +288,13 @@ func (c *transcribeCommand) Run(ctx context.Context, args []string) error {
 	o.WithoutTimestamps = f.noTimestamps
 	o.WordTimestamps = f.wordTimestamps
 	o.Seed = f.seed
+	o.BeamSize, o.BestOf = f.beamSize, f.bestOf
+	if f.beamSize > 1 {
+		o.Patience = f.patience
+	}
+	if f.lengthPenaltySet {
+		o.LengthPenalty = &f.lengthPenalty
+	}
 	o.DetectLanguage = f.language == ""
 	var res *whisper.Result
 	var loadTime, runTime time.Duration

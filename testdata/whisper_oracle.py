@@ -9,7 +9,8 @@ oracle test, per clip, under OUT/<name>/:
   mel.f32          the log-mel of the whole clip + 30 s ([frames, 80] float32)
   enc<i>.f32       the encoder output of decoding <i> (float32 view of float16)
   logits<i>.f32    the decoder logits at the last position of every step of
-                   decoding <i> (Inference.logits' float32 cast), [steps, vocab]
+                   decoding <i> (Inference.logits' float32 cast), [steps, rows,
+                   vocab]: one row, or best_of rows when a decoding samples a group
   result.json      tokens per decoding, segments, text
 
 Run from the whisper venv (testdata/whisper_requirements.txt):
@@ -169,6 +170,9 @@ def main():
                     help="also transcribe the first SECONDS of CLIP repeated N times, as OUT/NAME.wav: a repetitive "
                     "transcript whose compression ratio sends every decoding to the next temperature (fallback, sampling)")
     ap.add_argument("--fp32", metavar="NAME=CLIP", action="append", default=[], help="also transcribe CLIP with fp16=False (float32 activations), recorded as NAME")
+    ap.add_argument("--best-of", metavar="NAME=CLIP,N", action="append", default=[],
+                    help="also transcribe CLIP (a path, or one of the --tile/--concat clips built above) with best_of=N: "
+                    "every sampled decoding draws N sequences and keeps the best ranked, recorded as NAME")
     ap.add_argument("clips", nargs="*")
     a = ap.parse_args()
     if not a.compile:
@@ -194,7 +198,7 @@ def main():
 
     def logits_hook(self, tokens, audio_features):
         y = orig_logits(self, tokens, audio_features)
-        rec["logits"][-1].append(np.array(y[0, -1]))
+        rec["logits"][-1].append(np.array(y[:, -1]))
         return y
 
     def run_hook(self, mel):
@@ -202,6 +206,7 @@ def main():
         res = orig_run(self, mel)
         rec["tokens"].append([int(t) for t in res[0].tokens])
         rec["temps"].append(float(self.options.temperature))
+        rec["rows"].append(int(self.n_group))
         return res
 
     mwt.log_mel_spectrogram = mel_hook
@@ -234,12 +239,16 @@ def main():
             f.setframerate(16000)
             f.writeframes(head * int(n))
         clips.append(path)
-    runs = [(os.path.splitext(os.path.basename(c))[0], c, True) for c in clips]
-    runs += [(n, c, False) for n, _, c in (x.partition("=") for x in a.fp32)]
+    runs = [(os.path.splitext(os.path.basename(c))[0], c, True, None) for c in clips]
+    runs += [(n, c, False, None) for n, _, c in (x.partition("=") for x in a.fp32)]
+    for x in a.best_of:
+        bname, _, spec = x.partition("=")
+        clip, n = spec.rsplit(",", 1)
+        runs.append((bname, clip, True, int(n)))
     index = {}
-    for name, clip, fp16 in runs:
+    for name, clip, fp16, best_of in runs:
         rec.clear()
-        rec.update(enc=[], logits=[], tokens=[], temps=[])
+        rec.update(enc=[], logits=[], tokens=[], temps=[], rows=[])
         audio = load_wav(clip)
         # ModelHolder caches the model by path alone; its dtype (the mask's and
         # the encoder positions') must follow fp16. Building the model draws
@@ -249,7 +258,8 @@ def main():
         mwt.ModelHolder.model = None
         mwt.ModelHolder.get_model(mdir, mx.float16 if fp16 else mx.float32)
         mx.random.seed(0)
-        result = mlx_whisper.transcribe(audio, path_or_hf_repo=mdir, verbose=None, fp16=fp16)
+        extra = dict(best_of=best_of) if best_of else {}
+        result = mlx_whisper.transcribe(audio, path_or_hf_repo=mdir, verbose=None, fp16=fp16, **extra)
         d = os.path.join(a.out, name)
         os.makedirs(d, exist_ok=True)
         rec["mel"].astype(np.float32).tofile(os.path.join(d, "mel.f32"))
@@ -260,11 +270,12 @@ def main():
         out = dict(
             clip=os.path.abspath(clip),
             mel_frames=int(rec["mel"].shape[0]),
-            decodings=[dict(tokens=t, temperature=tp, steps=len(s)) for t, tp, s in zip(rec["tokens"], rec["temps"], rec["logits"])],
+            decodings=[dict(tokens=t, temperature=tp, steps=len(s), rows=r) for t, tp, s, r in zip(rec["tokens"], rec["temps"], rec["logits"], rec["rows"])],
             text=result["text"],
             segments=[{k: s[k] for k in ("id", "seek", "start", "end", "text", "tokens", "temperature", "avg_logprob", "compression_ratio", "no_speech_prob")} for s in result["segments"]],
             compile=a.compile,
             fp16=fp16,
+            best_of=best_of,
         )
         with open(os.path.join(d, "result.json"), "w") as f:
             json.dump(out, f, indent=1)

@@ -3,13 +3,14 @@ package whisper
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"unicode"
 
 	"github.com/mlxgo/mlxgo/mlx"
 )
 
-// DecodeOptions are the DecodingOptions mlxgo honours (greedy only).
+// DecodeOptions are the DecodingOptions mlxgo honours.
 type DecodeOptions struct {
 	Temperature float64
 	// Prompt is the previous context (token ids), put after <|startofprev|>.
@@ -22,9 +23,37 @@ type DecodeOptions struct {
 	// (nil: a fresh sequence from Seed, freed after the window).
 	Keys *KeySequence
 	Seed uint64
+	// BeamSize > 1 decodes at temperature 0 with beam search as
+	// openai-whisper's BeamSearchDecoder does (that many beams; 0 or 1:
+	// greedy). Ignored at temperature > 0, as transcribe() drops beam_size there.
+	BeamSize int
+	// Patience: beam search goes on until round(BeamSize·Patience)
+	// sequences have finished (0: 1.0, OpenAI's default).
+	Patience float64
+	// BestOf > 1 samples that many sequences at temperature > 0 (one
+	// categorical draw per step for all of them) and keeps the best ranked.
+	// Ignored at temperature 0, as transcribe() drops best_of there.
+	BestOf int
+	// LengthPenalty ranks the candidates of a group by
+	// sum_logprob / ((5 + length) / 6)^alpha (Google NMT's alpha in [0, 1]);
+	// nil: by sum_logprob / length (length normalisation, OpenAI's None).
+	LengthPenalty *float64
 	// Trace, when set, receives each step's decoder logits for the last
-	// position (float32, before any filter) and the token chosen.
+	// position (float32, before any filter; [rows, vocab] flattened, one
+	// row per beam or sample of the group) and the first row's token.
 	Trace func(step int, logits []float32, token int32)
+}
+
+// group is DecodingTask's n_group: beam_size at temperature 0, best_of
+// above it, else 1.
+func (o DecodeOptions) group() int {
+	if o.Temperature == 0 && o.BeamSize > 1 {
+		return o.BeamSize
+	}
+	if o.Temperature > 0 && o.BestOf > 1 {
+		return o.BestOf
+	}
+	return 1
 }
 
 // KeySequence is MLX's global random state as mlx-whisper draws from it:
@@ -172,6 +201,13 @@ func (d *Decoder) decodeFeatures(audio *mlx.Array, o DecodeOptions) (*DecodeResu
 		// max_initial_timestamp 1.0 s over a precision of 30 s / n_audio_ctx.
 		maxInitial = int(math.RoundToEven(1.0 / (float64(30) / float64(dims.NAudioCtx))))
 	}
+	// n_group rows of the same audio (its features stay one row: the
+	// cross-attention broadcasts them, as mlx-whisper's decoder does).
+	n := o.group()
+	var beam *beamSearch
+	if o.Temperature == 0 && n > 1 {
+		beam = newBeamSearch(n, o.Patience, t.EOT)
+	}
 	var cache Cache
 	defer cache.Free()
 	suppress := mlx.FromSlice(d.suppress, dims.NVocab)
@@ -185,21 +221,25 @@ func (d *Decoder) decodeFeatures(audio *mlx.Array, o DecodeOptions) (*DecodeResu
 		keys = NewKeySequence(o.Seed)
 		defer keys.Free()
 	}
-	tokens := append([]int32(nil), initial...)
-	var sumLogprob float32
+	rows := make([][]int32, n)
+	for i := range rows {
+		rows[i] = slices.Clone(initial)
+	}
+	sums := make([]float32, n)
 	var noSpeech float64
-	inputs := initial
+	inputs, inLen := slices.Repeat(initial, n), len(initial)
 	negInf := float32(math.Inf(-1))
+	vocab := dims.NVocab
 	for step := 0; step < sampleLen; step++ {
-		if step > 0 && len(tokens) > dims.NTextCtx {
+		if step > 0 && len(rows[0]) > dims.NTextCtx {
 			break
 		}
 		ss := mlx.NewScope()
-		pre := d.M.Decode(mlx.FromSlice(inputs, 1, len(inputs)), audio, &cache)
-		n := len(inputs)
-		logits := mlx.Reshape(mlx.Slice(pre, []int{0, n - 1, 0}, []int{1, n, dims.NVocab}), 1, dims.NVocab)
+		pre := d.M.Decode(mlx.FromSlice(inputs, n, inLen), audio, &cache)
+		logits := mlx.Reshape(mlx.Slice(pre, []int{0, inLen - 1, 0}, []int{n, inLen, vocab}), n, vocab)
 		if step == 0 {
-			row := mlx.Reshape(mlx.Slice(pre, []int{0, sotIndex, 0}, []int{1, sotIndex + 1, dims.NVocab}), 1, dims.NVocab)
+			// probs_at_sot over the group, the first row's <|nospeech|>.
+			row := mlx.Reshape(mlx.Slice(pre, []int{0, sotIndex, 0}, []int{n, sotIndex + 1, vocab}), n, vocab)
 			probs := mlx.Softmax(row, []int{-1}, false)
 			p, err := mlx.Slice(probs, []int{0, int(t.NoSpeech)}, []int{1, int(t.NoSpeech) + 1}).Float32s()
 			if err != nil {
@@ -217,47 +257,75 @@ func (d *Decoder) decodeFeatures(audio *mlx.Array, o DecodeOptions) (*DecodeResu
 			}
 		}
 		// SuppressBlank, SuppressTokens, ApplyTimestampRules, in that order.
-		if len(tokens) == sampleBegin {
+		if len(rows[0]) == sampleBegin {
 			logits = mlx.Add(logits, blank)
 		}
 		logits = mlx.Add(logits, suppress)
 		if !o.WithoutTimestamps {
-			mask := make([]float32, dims.NVocab)
-			mask[t.NoTimestamps] = negInf
-			seq := tokens[sampleBegin:]
-			last := len(seq) >= 1 && seq[len(seq)-1] >= t.TimestampBegin
-			penult := len(seq) < 2 || seq[len(seq)-2] >= t.TimestampBegin
-			if last {
-				if penult {
-					fill(mask[t.TimestampBegin:], negInf)
-				} else {
-					fill(mask[:t.EOT], negInf)
+			mask := make([]float32, n*vocab)
+			for k, tokens := range rows {
+				mk := mask[k*vocab : (k+1)*vocab]
+				mk[t.NoTimestamps] = negInf
+				seq := tokens[sampleBegin:]
+				last := len(seq) >= 1 && seq[len(seq)-1] >= t.TimestampBegin
+				penult := len(seq) < 2 || seq[len(seq)-2] >= t.TimestampBegin
+				if last {
+					if penult {
+						fill(mk[t.TimestampBegin:], negInf)
+					} else {
+						fill(mk[:t.EOT], negInf)
+					}
 				}
-			}
-			// mlx-whisper 0.4.3 collects the *positions* of the timestamps
-			// in seq where OpenAI's code collects their values, so its
-			// "timestamps must not decrease" mask covers
-			// [timestamp_begin, position) — always empty. It is left out
-			// here the same way, so that the tokens stay identical.
-			if len(tokens) == sampleBegin {
-				fill(mask[:t.TimestampBegin], negInf)
-				if maxInitial >= 0 {
-					fill(mask[min(int(t.TimestampBegin)+maxInitial+1, len(mask)):], negInf)
+				// mlx-whisper 0.4.3 collects the *positions* of the timestamps
+				// in seq where OpenAI's code collects their values, so its
+				// "timestamps must not decrease" mask covers
+				// [timestamp_begin, position) — always empty. It is left out
+				// here the same way, so that the tokens stay identical.
+				if len(tokens) == sampleBegin {
+					fill(mk[:t.TimestampBegin], negInf)
+					if maxInitial >= 0 {
+						fill(mk[min(int(t.TimestampBegin)+maxInitial+1, len(mk)):], negInf)
+					}
 				}
 			}
 			lp := mlx.Subtract(logits, mlx.LogSumExp(logits, []int{-1}, true))
-			tsLp := mlx.LogSumExp(mlx.Slice(lp, []int{0, int(t.TimestampBegin)}, []int{1, dims.NVocab}), []int{-1}, true)
-			maxText := mlx.Max(mlx.Slice(lp, []int{0, 0}, []int{1, int(t.TimestampBegin)}), []int{-1}, true)
+			tsLp := mlx.LogSumExp(mlx.Slice(lp, []int{0, int(t.TimestampBegin)}, []int{n, vocab}), []int{-1}, true)
+			maxText := mlx.Max(mlx.Slice(lp, []int{0, 0}, []int{n, int(t.TimestampBegin)}), []int{-1}, true)
 			cmp, err := mlx.Greater(tsLp, maxText).Float32s()
 			if err != nil {
 				ss.Close()
 				return nil, fmt.Errorf("whisper timestamp rules: %w", err)
 			}
-			if cmp[0] != 0 {
-				fill(mask[:t.TimestampBegin], negInf)
+			for k := range rows {
+				if cmp[k] != 0 {
+					fill(mask[k*vocab:k*vocab+int(t.TimestampBegin)], negInf)
+				}
 			}
-			logits = mlx.Add(logits, mlx.FromSlice(mask, 1, dims.NVocab))
+			logits = mlx.Add(logits, mlx.FromSlice(mask, n, vocab))
 		}
+		if beam != nil {
+			lp, err := mlx.Subtract(logits, mlx.LogSumExp(logits, []int{-1}, true)).Float32s()
+			ss.Close()
+			if err != nil {
+				return nil, fmt.Errorf("whisper decoder: %w", err)
+			}
+			var sources []int32
+			var done bool
+			rows, sums, sources, done = beam.update(rows, sums, lp, vocab)
+			if o.Trace != nil {
+				o.Trace(step, traced, rows[0][len(rows[0])-1])
+			}
+			if done {
+				break
+			}
+			if err := cache.Reorder(sources); err != nil {
+				return nil, fmt.Errorf("whisper decoder: %w", err)
+			}
+			inputs, inLen = lastTokens(rows), 1
+			continue
+		}
+		// GreedyDecoder.update over the group: argmax, or one categorical
+		// draw for all its rows.
 		var next *mlx.Array
 		if o.Temperature == 0 {
 			next = mlx.Argmax(logits, -1, false)
@@ -270,7 +338,7 @@ func (d *Decoder) decodeFeatures(audio *mlx.Array, o DecodeOptions) (*DecodeResu
 			next = mlx.Categorical(mlx.Divide(logits, mlx.Scalar(float32(o.Temperature), mlx.Float32)), -1, sub)
 		}
 		lp := mlx.Subtract(logits, mlx.LogSumExp(logits, []int{-1}, true))
-		cur := mlx.TakeAlongAxis(lp, mlx.Reshape(mlx.AsType(next, mlx.Int32), 1, 1), -1)
+		cur := mlx.TakeAlongAxis(lp, mlx.Reshape(mlx.AsType(next, mlx.Int32), n, 1), -1)
 		ids, err := mlx.AsType(next, mlx.Int32).Int32s()
 		if err != nil {
 			ss.Close()
@@ -281,22 +349,25 @@ func (d *Decoder) decodeFeatures(audio *mlx.Array, o DecodeOptions) (*DecodeResu
 		if err != nil {
 			return nil, fmt.Errorf("whisper decoder: %w", err)
 		}
-		id := ids[0]
-		// sum_logprobs += current_logprobs * (tokens[:, -1] != eot)
-		if tokens[len(tokens)-1] != t.EOT {
-			sumLogprob += cv[0] * 1
-		} else {
-			sumLogprob += cv[0] * 0
-			id = t.EOT
+		allEnded := true
+		for k, id := range ids {
+			// sum_logprobs += current_logprobs * (tokens[:, -1] != eot)
+			if rows[k][len(rows[k])-1] != t.EOT {
+				sums[k] += cv[k] * 1
+			} else {
+				sums[k] += cv[k] * 0
+				id = t.EOT
+			}
+			rows[k] = append(rows[k], id)
+			allEnded = allEnded && id == t.EOT
 		}
-		tokens = append(tokens, id)
 		if o.Trace != nil {
-			o.Trace(step, traced, id)
+			o.Trace(step, traced, rows[0][len(rows[0])-1])
 		}
-		if id == t.EOT {
+		if allEnded {
 			// mlx-whisper builds the next step before it sees the end
 			// (unless the loop ends first): its categorical draws a key.
-			if o.Temperature > 0 && step+1 < sampleLen && len(tokens) <= dims.NTextCtx {
+			if o.Temperature > 0 && step+1 < sampleLen && len(rows[0]) <= dims.NTextCtx {
 				ks := mlx.NewScope()
 				_, err := keys.Next()
 				ks.Close()
@@ -306,25 +377,44 @@ func (d *Decoder) decodeFeatures(audio *mlx.Array, o DecodeOptions) (*DecodeResu
 			}
 			break
 		}
-		inputs = []int32{id}
+		inputs, inLen = lastTokens(rows), 1
 	}
-	out := tokens[sampleBegin:]
-	for i, id := range out {
-		if id == t.EOT {
-			out = out[:i]
-			break
+	// The candidates: beam search's finished sequences (topped up with the
+	// best unfinished), or every row of the group; each from the first
+	// sampled token to the first <|endoftext|>.
+	var cands [][]int32
+	var scores []float32
+	if beam != nil {
+		cands, scores = beam.finalize(rows, sums)
+	} else {
+		cands, scores = rows, sums
+	}
+	for i, c := range cands {
+		c = c[sampleBegin:]
+		if e := slices.Index(c, t.EOT); e >= 0 {
+			c = c[:e]
 		}
+		cands[i] = slices.Clone(c)
 	}
-	out = append([]int32(nil), out...)
+	best := rankCandidates(cands, scores, o.LengthPenalty)
+	out := cands[best]
 	text := trimSpace(t.Decode(out))
 	return &DecodeResult{
 		Tokens:           out,
 		Text:             text,
-		AvgLogprob:       float64(sumLogprob) / float64(len(out)+1),
+		AvgLogprob:       float64(scores[best]) / float64(len(out)+1),
 		NoSpeechProb:     noSpeech,
 		Temperature:      o.Temperature,
 		CompressionRatio: compressionRatio(text),
 	}, nil
+}
+
+func lastTokens(rows [][]int32) []int32 {
+	out := make([]int32, len(rows))
+	for i, r := range rows {
+		out[i] = r[len(r)-1]
+	}
+	return out
 }
 
 // trimSpace is Python's str.strip(): Unicode white space and the ASCII

@@ -599,8 +599,10 @@ func (a *attention) attendQK(q, k, v, mask *mlx.Array) (*mlx.Array, *mlx.Array) 
 	dt := q.Dtype()
 	scale := mlx.Scalar(float32(math.Pow(float64(nState/a.nHead), -0.25)), dt)
 	q = mlx.Multiply(mlx.Transpose(mlx.Reshape(q, b, nCtx, a.nHead, -1), 0, 2, 1, 3), scale)
-	k = mlx.Multiply(mlx.Transpose(mlx.Reshape(k, b, k.Dim(1), a.nHead, -1), 0, 2, 3, 1), scale)
-	v = mlx.Transpose(mlx.Reshape(v, b, v.Dim(1), a.nHead, -1), 0, 2, 1, 3)
+	// k and v keep their own batch: one row of audio features serves a
+	// group of beams or samples by broadcasting, as in mlx-whisper.
+	k = mlx.Multiply(mlx.Transpose(mlx.Reshape(k, k.Dim(0), k.Dim(1), a.nHead, -1), 0, 2, 3, 1), scale)
+	v = mlx.Transpose(mlx.Reshape(v, v.Dim(0), v.Dim(1), a.nHead, -1), 0, 2, 1, 3)
 	qk := mlx.Matmul(q, k)
 	if mask != nil {
 		qk = mlx.Add(qk, mask)
@@ -654,6 +656,36 @@ func (c *Cache) Free() {
 		}
 	}
 	*c = Cache{KeepCrossQK: c.KeepCrossQK}
+}
+
+// Reorder keeps the rows src of the self-attention keys and values, in that
+// order (beam search's rearrange_kv_cache; nothing when src is 0, 1, …).
+// The cross-attention ones are one row shared by the group and stay.
+func (c *Cache) Reorder(src []int32) error {
+	identity := true
+	for i, j := range src {
+		identity = identity && int(j) == i
+	}
+	if identity || c.selfK == nil {
+		return nil
+	}
+	s := mlx.NewScope()
+	defer s.Close()
+	idx := mlx.FromSlice(src, len(src))
+	next := make([]*mlx.Array, 0, 2*len(c.selfK))
+	for i := range c.selfK {
+		next = append(next, mlx.Take(c.selfK[i], idx, 0), mlx.Take(c.selfV[i], idx, 0))
+	}
+	if err := mlx.Eval(next...); err != nil {
+		return err
+	}
+	mlx.Detach(next...)
+	for i := range c.selfK {
+		c.selfK[i].Free()
+		c.selfV[i].Free()
+		c.selfK[i], c.selfV[i] = next[2*i], next[2*i+1]
+	}
+	return nil
 }
 
 // causalMask is mlx-whisper's decoder mask[:n, :n]: create_additive_causal_mask

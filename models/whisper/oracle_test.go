@@ -25,10 +25,12 @@ type oracleResult struct {
 		Tokens      []int32 `json:"tokens"`
 		Temperature float64 `json:"temperature"`
 		Steps       int     `json:"steps"`
+		Rows        int     `json:"rows"`
 	} `json:"decodings"`
 	Text     string    `json:"text"`
 	Segments []Segment `json:"segments"`
 	FP16     *bool     `json:"fp16"`
+	BestOf   int       `json:"best_of"`
 }
 
 func oracleDir(t *testing.T) (string, map[string]string) {
@@ -100,7 +102,10 @@ func temps(r oracleResult) []float64 {
 // The "fallback" clip (jfk's first 3.2 s six times) is too repetitive at
 // every temperature: its six decodings (0, 0.2, …, 1.0) compare the
 // fallback rule and mlx-whisper's sampling from mx.random.seed(0) through
-// the same key sequence (whisper.KeySequence), logits and tokens bit for bit.
+// the same key sequence (whisper.KeySequence), logits and tokens bit for bit;
+// "fallback-best5" is that clip with best_of=5: every sampled step's five
+// rows of logits (one categorical draw for the group) and the best-ranked
+// sample's tokens, segments and text.
 func TestL1AgainstMLXWhisper(t *testing.T) {
 	dir, clips := oracleDir(t)
 	d := loadDecoder(t)
@@ -158,14 +163,19 @@ func TestL1AgainstMLXWhisper(t *testing.T) {
 				}
 				var got []attempt
 				o := DefaultOptions()
-				o.Trace = func(a, step int, logits []float32, tok int32) {
+				o.BestOf = want.BestOf
+				grow := func(a int) {
 					for len(got) <= a {
 						got = append(got, attempt{})
 					}
+				}
+				o.Trace = func(a, step int, logits []float32, _ int32) {
+					grow(a)
 					got[a].logits = append(got[a].logits, logits)
-					if tok != d.Tok.EOT {
-						got[a].tokens = append(got[a].tokens, tok)
-					}
+				}
+				o.Decoded = func(a int, r *DecodeResult) {
+					grow(a)
+					got[a].tokens = r.Tokens
 				}
 				var res *Result
 				run(t, func() (err error) {
@@ -186,9 +196,16 @@ func TestL1AgainstMLXWhisper(t *testing.T) {
 						t.Fatalf("decoding %d: %d steps, mlx-whisper %d", i, len(got[i].logits), w.Steps)
 					}
 					wl := readF32(t, filepath.Join(cd, "logits"+strconv.Itoa(i)+".f32"))
-					vocab := d.M.Dims.NVocab
+					// [steps, rows, vocab]: best_of rows per sampled step.
+					width := max(w.Rows, 1) * d.M.Dims.NVocab
+					if len(wl) != w.Steps*width {
+						t.Fatalf("decoding %d: %d logits recorded, want %d steps × %d", i, len(wl), w.Steps, width)
+					}
 					for s, l := range got[i].logits {
-						if n, m := diff(l, wl[s*vocab:(s+1)*vocab]); n != 0 {
+						if len(l) != width {
+							t.Fatalf("decoding %d step %d: %d logits, mlx-whisper %d (%d rows)", i, s, len(l), width, w.Rows)
+						}
+						if n, m := diff(l, wl[s*width:(s+1)*width]); n != 0 {
 							t.Errorf("decoding %d step %d: %d logits differ, max abs %g", i, s, n, m)
 						}
 						steps++

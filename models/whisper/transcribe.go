@@ -32,11 +32,21 @@ type Options struct {
 	// Seed is mx.random.seed(Seed) before mlx-whisper's transcribe(): one
 	// key sequence for every sampled decoding of the transcription.
 	Seed uint64
+	// BeamSize, Patience: beam search at temperature 0 (DecodeOptions);
+	// BestOf: samples per decoding at temperature > 0; LengthPenalty: how
+	// either ranks its candidates (nil: length normalisation).
+	BeamSize      int
+	Patience      float64
+	BestOf        int
+	LengthPenalty *float64
 	// Window, when set, is called after each decoded window (progress).
 	Window func(seek, frames int)
 	// Trace is passed to every window's decoding (oracle tests); attempt
 	// counts decodings, fallbacks included.
 	Trace func(attempt, step int, logits []float32, token int32)
+	// Decoded, when set, receives each decoding's result (fallbacks
+	// included), numbered as Trace's attempts.
+	Decoded func(attempt int, r *DecodeResult)
 }
 
 // DefaultOptions are mlx-whisper's transcribe() defaults.
@@ -253,12 +263,16 @@ func (r *Run) window() error {
 		if temp > 0 && r.keys == nil {
 			r.keys = NewKeySequence(o.Seed)
 		}
-		do := DecodeOptions{Temperature: temp, Prompt: prompt, WithoutTimestamps: o.WithoutTimestamps, Keys: r.keys}
+		do := DecodeOptions{Temperature: temp, Prompt: prompt, WithoutTimestamps: o.WithoutTimestamps, Keys: r.keys,
+			BeamSize: o.BeamSize, Patience: o.Patience, BestOf: o.BestOf, LengthPenalty: o.LengthPenalty}
 		if o.Trace != nil {
 			do.Trace = func(step int, logits []float32, tok int32) { o.Trace(win, step, logits, tok) }
 		}
 		if dr, err = d.DecodeWindow(window, do); err != nil {
 			return err
+		}
+		if o.Decoded != nil {
+			o.Decoded(win, dr)
 		}
 		if i > 0 {
 			res.Fallbacks++
