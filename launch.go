@@ -13,9 +13,10 @@ const launchUsage = `Usage: mlxgo launch [flags] -- <command> [arguments]
 Starts a distributed mlxgo job: one process (rank) per host entry, with the
 environment mlx.launch gives its processes (MLX_RANK, MLX_HOSTFILE, ...), so
 that MLX's distributed backend connects them. Rank 0 reads stdin and prints the
-output; the other ranks follow it. When a rank fails the others are stopped
-and the launcher exits 1 naming it; SIGINT/SIGTERM stop every rank. Hosts other
-than 127.0.0.1 are reached over ssh, as mlx.launch reaches them.
+output (serve: rank 0 serves HTTP); the other ranks follow it. When a rank
+fails the others are stopped and the launcher exits 1 naming it; SIGINT/SIGTERM
+stop every rank. Hosts other than 127.0.0.1 are reached over ssh, as mlx.launch
+reaches them.
 
 Flags:
 	-n N                 ranks per host (default 1; with the default --hosts, N local ranks)
@@ -33,6 +34,7 @@ Flags:
 
 Example:
 	$ mlxgo launch -n 2 -- generate -m ./Qwen3-0.6B --shard tensor -p "Hello"
+	$ mlxgo launch -n 2 -- serve -m ./Qwen2.5-0.5B --shard pipeline --batch 4
 `
 
 type launchCommand struct{ m *Main }
