@@ -357,6 +357,7 @@ func (c *serveCommand) serveRanks(ctx context.Context, f *serveFlags, sm server.
 	stop := make(chan struct{})
 	defer close(stop)
 	go c.watchRanks(rk, &srv, signalled, stop)
+	go r.Lead(stop)
 	if emb != nil {
 		id += " and " + emb.ID
 	}

@@ -283,6 +283,16 @@ func TestServeShardedRankKilled(t *testing.T) {
 			"serve", "--port", "0", "-m", dir, "--threads", "1", "--shard", "pipeline")
 		complete(t, url, map[string]any{"prompt": []int{1, 2, 3}, "max_tokens": 4})
 		ranks := []int{rankPid(cmd.Process.Pid, 0), rankPid(cmd.Process.Pid, 1)}
+		// Idle, the follower sleeps between rank 0's idle hand-overs rather
+		// than spin in a waiting collective (MLX's ring polls): a few
+		// percent of a core, not most of one.
+		before := cpuTicks(t, ranks[1])
+		time.Sleep(5 * time.Second)
+		if used := cpuTicks(t, ranks[1]) - before; used > 100 {
+			t.Errorf("the idle follower used %d clock ticks of CPU in 5 s, want at most 100 (1 s)", used)
+		} else {
+			t.Logf("the idle follower used %d clock ticks of CPU in 5 s", used)
+		}
 		start := time.Now()
 		cmd.Process.Signal(syscall.SIGTERM)
 		code := waitExit(t, cmd, 10*time.Second)
@@ -347,4 +357,17 @@ func TestServeShardedSmolLM2(t *testing.T) {
 		t.Fatalf("x_mlxgo.parallelism %q, want %q", r.X.Parallelism, want)
 	}
 	t.Logf("%d prompt tokens, %q", r.Usage.PromptTokens, ref.Text)
+}
+
+// cpuTicks is a process's user + system CPU time in clock ticks.
+func cpuTicks(t *testing.T, pid int) int {
+	t.Helper()
+	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(st[strings.LastIndexByte(string(st), ')')+2:]))
+	u, _ := strconv.Atoi(f[11])
+	k, _ := strconv.Atoi(f[12])
+	return u + k
 }

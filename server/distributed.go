@@ -43,12 +43,14 @@ type Ranks struct {
 	// ranks can no longer agree, and the caller stops serving.
 	Fatal func(error)
 
-	busy   atomic.Int64     // rank 0: when the step under way began (unix ns; 0: none)
-	next   int              // the id the next Add gets (every rank counts the same)
-	adds   []distributedRow // rank 0: added since the last hand-over
-	rows   map[int]*rankRow // rows added and not ended
-	order  []int            // ids of rows, in Add order
-	failed bool
+	busy      atomic.Int64     // rank 0: when the step under way began (unix ns; 0: none)
+	last      atomic.Int64     // rank 0: when the last hand-over or step ended (unix ns)
+	next      int              // the id the next Add gets (every rank counts the same)
+	adds      []distributedRow // rank 0: added since the last hand-over
+	rows      map[int]*rankRow // rows added and not ended
+	order     []int            // ids of rows, in Add order
+	failed    bool
+	dismissed bool // rank 0: the exit is handed over; nothing more is
 }
 
 // rankRow is a row's state on any rank: its own context, cancelled (with the
@@ -81,7 +83,17 @@ const (
 	opStep  = "step"
 	opAbort = "abort"
 	opExit  = "exit"
+	opIdle  = "idle" // nothing to step: the followers sleep idleTick
 )
+
+// idleTick paces the hand-overs of an idle rank 0. MLX's ring polls its
+// sockets while a collective waits: a follower left waiting for rank 0's
+// next step would spin a core for as long as the server is idle. So an idle
+// rank 0 hands over "idle" every idleTick and the followers sleep that long
+// before the next collective; both enter it within a few milliseconds of
+// each other. A request that arrives meanwhile waits at most idleTick for
+// the followers.
+const idleTick = 50 * time.Millisecond
 
 // handover is what rank 0 sends at each Step (Abort, exit): the rows added
 // since the last one, then the rows to end before the step, as [id, code].
@@ -133,7 +145,10 @@ func (rk *Ranks) Stalled() time.Duration {
 // stepping marks a step under way until the returned func is called.
 func (rk *Ranks) stepping() func() {
 	rk.busy.Store(time.Now().UnixNano())
-	return func() { rk.busy.Store(0) }
+	return func() {
+		rk.busy.Store(0)
+		rk.last.Store(time.Now().UnixNano())
+	}
 }
 
 // share sends rank 0's message to every rank: a fixed head of headInts
@@ -350,8 +365,11 @@ func (r *MLXRunner) Follow() error {
 		if err != nil {
 			return fmt.Errorf("cannot run the model's step: %w", err)
 		}
-		if h.Op == opExit {
+		switch h.Op {
+		case opExit:
 			return nil
+		case opIdle:
+			time.Sleep(idleTick)
 		}
 	}
 }
@@ -363,6 +381,30 @@ func (r *MLXRunner) follow(d distributedRow) {
 	r.add(ctx, d.Prompt, d.options(), d.Seed, func(int32) error { return nil }, func(Result, error) {})
 }
 
+// Lead runs on rank 0 beside the engine until stop is closed: while the
+// batch is empty it hands over "idle" every idleTick (see idleTick).
+func (r *MLXRunner) Lead(stop <-chan struct{}) {
+	rk := r.ranks
+	if rk == nil || !rk.leader() {
+		return
+	}
+	rk.last.Store(time.Now().UnixNano())
+	for {
+		wait := idleTick - time.Since(time.Unix(0, rk.last.Load()))
+		select {
+		case <-stop:
+			return
+		case <-time.After(max(wait, time.Millisecond)):
+		}
+		mlx.Do(func() error {
+			if rk.failed || rk.dismissed || r.batch != nil && r.batch.Len() > 0 || time.Since(time.Unix(0, rk.last.Load())) < idleTick {
+				return nil
+			}
+			return rk.handOver(opIdle)
+		})
+	}
+}
+
 // Dismiss, on rank 0, tells the other ranks to exit once the server has
 // stopped (no rows are left); on other ranks and alone it does nothing.
 func (r *MLXRunner) Dismiss() {
@@ -370,5 +412,8 @@ func (r *MLXRunner) Dismiss() {
 	if rk == nil || !rk.leader() || rk.failed {
 		return
 	}
-	mlx.Do(func() error { return rk.handOver(opExit) })
+	mlx.Do(func() error {
+		rk.dismissed = true
+		return rk.handOver(opExit)
+	})
 }

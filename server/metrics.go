@@ -24,6 +24,7 @@ type metrics struct {
 	activeRows      *gauge // rows holding the engine: prefilling or decoding
 	decodingRows    *gauge // rows past their prefill
 	maxRows         *gauge // the concurrency cap (--batch)
+	ranks           *gauge // processes the model is split over (serve --shard; 1 alone)
 	cacheBytes      *gauge
 	activeMemory    *gauge
 	peakMemory      *gauge
@@ -43,6 +44,7 @@ func newMetrics() *metrics {
 		activeRows:      &gauge{},
 		decodingRows:    &gauge{},
 		maxRows:         &gauge{},
+		ranks:           &gauge{},
 		cacheBytes:      &gauge{},
 		activeMemory:    &gauge{},
 		peakMemory:      &gauge{},
@@ -136,6 +138,7 @@ func (m *metrics) write(w io.Writer) {
 		{"mlxgo_active_rows", "gauge", "Rows the engine holds, prefilling or decoding.", &m.activeRows.counter},
 		{"mlxgo_decoding_rows", "gauge", "Rows the engine is decoding (past their prefill).", &m.decodingRows.counter},
 		{"mlxgo_batch_max_rows", "gauge", "Rows the engine admits at most (the concurrency cap, --batch).", &m.maxRows.counter},
+		{"mlxgo_parallel_ranks", "gauge", "Processes the model is split over (serve --shard; 1: one process).", &m.ranks.counter},
 		{"mlxgo_prompt_cache_bytes", "gauge", "Bytes of KV held by the prompt cache.", &m.cacheBytes.counter},
 		{"mlxgo_mlx_active_memory_bytes", "gauge", "MLX active memory after the last execution.", &m.activeMemory.counter},
 		{"mlxgo_mlx_peak_memory_bytes", "gauge", "MLX peak memory after the last execution.", &m.peakMemory.counter},

@@ -145,6 +145,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, m: newMetrics(), fpOnce: sync.OnceValues(fp), created: cfg.Now().Unix(),
 		responses: newResponseStore(cfg.ResponseStore)}
+	s.m.ranks.set(float64(max(1, cfg.Model.Parallelism.Size)))
 	s.eng = newEngine(cfg.Model.Runner, cfg.MaxQueue, s.m)
 	return s, nil
 }

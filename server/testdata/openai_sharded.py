@@ -74,3 +74,7 @@ check("rows batched together", max(e.get("batch_rows", 0) for e in x) > 1, repr(
 models = openai.OpenAI(base_url=sharded_url, api_key="none", max_retries=0).models.list()
 p = (models.data[0].model_extra or {}).get("x_mlxgo", {}).get("parallelism", {})
 check("/v1/models parallelism", p.get("kind") == parallelism.split()[0] and p.get("size") == 2 and p.get("backend") == "ring", repr(p))
+import urllib.request  # noqa: E402
+
+metrics = urllib.request.urlopen(sharded_url.removesuffix("/v1") + "/metrics").read().decode()
+check("/metrics mlxgo_parallel_ranks", "\nmlxgo_parallel_ranks 2\n" in metrics, [l for l in metrics.splitlines() if "parallel" in l])
