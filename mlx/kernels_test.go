@@ -539,3 +539,60 @@ func TestCPUKernelsPoolBackToBack(t *testing.T) {
 		})
 	}
 }
+
+// TestCPUKernelsQuantizedRows: the quantized matmul's several-row blocks
+// (batched decode rows, small prefill chunks: each tile dequantized once and
+// applied to every row of a block of up to 8) against MLX's stock kernel, at
+// row counts that make full blocks, a remainder block, and both, packed and
+// not, on every ISA.
+func TestCPUKernelsQuantizedRows(t *testing.T) {
+	mlxtest.Need(t)
+	isaList := runnableISAs(t)
+	r := rand.New(rand.NewPCG(11, 12))
+	type pair struct{ x, s mlx.Dtype }
+	pairs := []pair{{mlx.Float32, mlx.Float32}, {mlx.Float32, mlx.Float16}, {mlx.Float32, mlx.BFloat16},
+		{mlx.BFloat16, mlx.BFloat16}, {mlx.Float16, mlx.Float16}}
+	for _, bits := range []int{2, 3, 4, 5, 6, 8} {
+		for _, m := range []int{2, 3, 8, 9, 17} {
+			for pi, pr := range pairs {
+				// float16 activations take MLX's slow stock path: 4 and 8 bits only.
+				if pr.x == mlx.Float16 && bits != 4 && bits != 8 {
+					continue
+				}
+				gs := []int{32, 64}[(m+pi)%2]
+				n, k := 33+16*(pi%2), 2*gs
+				q := mlx.Quant{GroupSize: gs, Bits: bits, Mode: "affine"}
+				words := randomWords(r, n*k*bits/32)
+				scales := randomFloats(r, n*k/gs, 0.1, 0.01)
+				biases := randomFloats(r, n*k/gs, 0.05, 0)
+				x := randomFloats(r, m*k, 1, 0.02)
+				for _, packed := range []bool{false, true} {
+					if packed && pr.x != pr.s && pr.x != mlx.Float32 {
+						continue
+					}
+					name := fmt.Sprintf("%dbit/m%d/x_%s/scales_%s/packed%v", bits, m, pr.x, pr.s, packed)
+					t.Run(name, func(t *testing.T) {
+						compareKernels(t, isaList, func() (*mlx.Array, error) {
+							xa := floatsAs(x, pr.x, m, k)
+							w, s, b := mlx.FromSlice(words, n, k*bits/32), floatsAs(scales, pr.s, n, k/gs), floatsAs(biases, pr.s, n, k/gs)
+							cur, _ := mlx.CPUKernelsInUse()
+							if !packed || cur.Kernels == mlx.KernelsMLX {
+								if !packed {
+									s, b = mlx.AsType(s, pr.x), mlx.AsType(b, pr.x)
+								}
+								y := mlx.QuantizedMatmul(xa, w, s, b, true, q)
+								return y, y.Err()
+							}
+							p, err := mlx.PackQuantized(w, s, b, q)
+							if err != nil {
+								return nil, err
+							}
+							y := mlx.PackedMatmul(xa, p)
+							return y, y.Err()
+						})
+					})
+				}
+			}
+		}
+	}
+}

@@ -210,6 +210,11 @@ struct Gemm {
 
 // ---- quantized matmul ----
 
+uint64_t next_call() {
+  static std::atomic<uint64_t> n{0};
+  return n.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+
 struct QmmMeta {
   int group_size, bits;
   bool transpose;
@@ -251,6 +256,7 @@ void run_qmm(const mx::array& x, const mx::array& w, const mx::array& scales, co
     j.scales = sc.ptr + loc(i * g_els, scales.shape(), sst) * es;
     j.biases = bc.ptr + loc(i * g_els, biases.shape(), bst) * es;
     j.out = out.data<uint8_t>() + i * M * N * es;
+    j.call = next_call();
     parallel(1, tiles, M, int64_t(M) * N * K, [&](int, int t0, int t1, int m0, int m1) { k->qmm(j, t0, t1, m0, m1); });
   }
 }
@@ -287,6 +293,7 @@ void run_packed_qmm(const mx::array& x, const mx::array& packed, mx::array& out,
   j.ldx = K;
   j.packed = packed.data<uint8_t>();
   j.out = out.data<uint8_t>();
+  j.call = next_call();
   const int tiles = (p.N + k->tile_n - 1) / k->tile_n;
   parallel(1, tiles, int(M), M * p.N * K, [&](int, int t0, int t1, int m0, int m1) { k->qmm(j, t0, t1, m0, m1); });
 }

@@ -66,6 +66,7 @@ struct QmmJob {
   const void* biases;
   const uint8_t* packed;  // PackedLayout, or nullptr
   void* out;              // [M][N] in dt, row stride N
+  uint64_t call;          // unique per call (kernels.cpp's next_call), or 0: lets a thread reuse its copy of x across tiles
 };
 
 // One dense matmul over one batch element, out[M][N] = a[M][K] @ b[K][N],
