@@ -357,6 +357,35 @@ func TestServeShardedSmolLM2(t *testing.T) {
 		t.Fatalf("x_mlxgo.parallelism %q, want %q", r.X.Parallelism, want)
 	}
 	t.Logf("%d prompt tokens, %q", r.Usage.PromptTokens, ref.Text)
+
+	// Structured output: every rank compiles the grammar rank 0 hands over
+	// and masks the same logits; the answer is the schema's JSON.
+	b, _ = json.Marshal(map[string]any{
+		"messages": []map[string]string{{"role": "user", "content": "Name a colour."}}, "max_tokens": 24, "temperature": 0,
+		"response_format": map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "colour", "schema": map[string]any{
+			"type": "object", "properties": map[string]any{"colour": map[string]any{"type": "string", "maxLength": 6}},
+			"required": []string{"colour"}, "additionalProperties": false}}},
+	})
+	resp2, err := http.Post(url+"/v1/chat/completions", "application/json", strings.NewReader(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp2.Body.Close()
+	var s struct {
+		Choices []struct {
+			FinishReason string                   `json:"finish_reason"`
+			Message      struct{ Content string } `json:"message"`
+		} `json:"choices"`
+	}
+	if err := json.NewDecoder(resp2.Body).Decode(&s); err != nil || len(s.Choices) != 1 {
+		t.Fatalf("structured chat completion: %v %+v\n%s", err, s, log)
+	}
+	var colour struct{ Colour *string }
+	c := s.Choices[0]
+	if err := json.Unmarshal([]byte(c.Message.Content), &colour); err != nil || colour.Colour == nil || c.FinishReason != "stop" {
+		t.Fatalf("structured output on 3 ranks: %q (finish %s), want the schema's JSON: %v", c.Message.Content, c.FinishReason, err)
+	}
+	t.Logf("structured output on 3 ranks: %s", c.Message.Content)
 }
 
 // cpuTicks is a process's user + system CPU time in clock ticks.

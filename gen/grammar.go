@@ -97,6 +97,11 @@ func (g *Grammars) Compile(kind, src string) (*Grammar, error) {
 	return gr, nil
 }
 
+// Source is the grammar as the engine reads it: Compile(g.Kind,
+// g.Source()) with the same vocabulary gives the same constraint (a
+// distributed model's other ranks compile it so).
+func (gr *Grammar) Source() string { return gr.src }
+
 // matcher compiles a fresh state; the engine's rejection is an ErrGrammar.
 func (gr *Grammar) matcher() (*mlx.Matcher, error) {
 	m, err := gr.g.tok.NewMatcher(gr.Kind, gr.src)

@@ -50,7 +50,8 @@ type Ranks struct {
 	rows      map[int]*rankRow // rows added and not ended
 	order     []int            // ids of rows, in Add order
 	failed    bool
-	dismissed bool // rank 0: the exit is handed over; nothing more is
+	dismissed bool          // rank 0: the exit is handed over; nothing more is
+	grammars  *gen.Grammars // the model's, for the rows' constraints
 }
 
 // rankRow is a row's state on any rank: its own context, cancelled (with the
@@ -76,6 +77,24 @@ type distributedRow struct {
 	Vocab       int                  `json:"v,omitempty"`
 	Logprobs    bool                 `json:"l,omitempty"`
 	TopLogprobs int                  `json:"tl,omitempty"`
+	// A structured-output constraint: its kind and source (gen.Grammar),
+	// compiled again by each rank against the same vocabulary.
+	GrammarKind string `json:"gk,omitempty"`
+	Grammar     string `json:"g,omitempty"`
+}
+
+func grammarKind(g *gen.Grammar) string {
+	if g == nil {
+		return ""
+	}
+	return g.Kind
+}
+
+func grammarSource(g *gen.Grammar) string {
+	if g == nil {
+		return ""
+	}
+	return g.Source()
 }
 
 // Operations of a hand-over.
@@ -123,6 +142,7 @@ func WithRanks(m Model, rk *Ranks) (Model, error) {
 		return m, fmt.Errorf("cannot run %s on several ranks: its runner (%T) is not an MLX runner", m.ID, m.Runner)
 	}
 	rk.rows = map[int]*rankRow{}
+	rk.grammars = m.Grammars
 	r.ranks = rk
 	m.Composition.Parallelism = rk.Parallelism.String()
 	m.Parallelism = rk.Parallelism
@@ -196,9 +216,6 @@ func (rk *Ranks) share(msg []byte) ([]byte, error) {
 // that every rank draws the same tokens (MLX's global random sequence is
 // per process), as generate --shard shares one.
 func (rk *Ranks) wire(ctx context.Context, prompt []int32, o gen.Options, seed *uint64) (distributedRow, *uint64, error) {
-	if o.Grammar != nil {
-		return distributedRow{}, nil, unsupported("response_format", "structured output is not served on several ranks yet (serve --shard)")
-	}
 	if seed == nil && o.Sampler.Temp > 0 {
 		s := rand.Uint64() >> 1
 		seed = &s
@@ -208,11 +225,13 @@ func (rk *Ranks) wire(ctx context.Context, prompt []int32, o gen.Options, seed *
 		MaxTokens: o.MaxTokens, Sampler: o.Sampler, Processors: o.Processors, Prefill: o.PrefillStepSize,
 		EOS: o.EOS, Context: o.ContextLength, Vocab: o.VocabSize,
 		Logprobs: o.Logprobs != nil, TopLogprobs: o.TopLogprobs,
+		GrammarKind: grammarKind(o.Grammar), Grammar: grammarSource(o.Grammar),
 	}, seed, nil
 }
 
-// options is the gen.Options a follower runs a handed-over row with.
-func (d distributedRow) options() gen.Options {
+// options is the gen.Options a follower runs a handed-over row with; its
+// grammar is compiled with grammars, as rank 0 compiled it.
+func (d distributedRow) options(grammars *gen.Grammars) (gen.Options, error) {
 	o := gen.Options{
 		MaxTokens: d.MaxTokens, Sampler: d.Sampler, Processors: d.Processors, PrefillStepSize: d.Prefill,
 		EOS: d.EOS, ContextLength: d.Context, VocabSize: d.Vocab, TopLogprobs: d.TopLogprobs,
@@ -220,7 +239,16 @@ func (d distributedRow) options() gen.Options {
 	if d.Logprobs {
 		o.Logprobs = func(gen.Logprob) {} // reading them changes the graph: read and drop
 	}
-	return o
+	if d.GrammarKind != "" {
+		if grammars == nil {
+			return o, errors.New("cannot constrain a row: this rank has no grammar compiler")
+		}
+		var err error
+		if o.Grammar, err = grammars.Compile(d.GrammarKind, d.Grammar); err != nil {
+			return o, err
+		}
+	}
+	return o, nil
 }
 
 // track gives the next row id a cancellable context that carries the
@@ -346,7 +374,9 @@ func (r *MLXRunner) Follow() error {
 			return err
 		}
 		for _, d := range h.Adds {
-			r.follow(d)
+			if err := r.follow(d); err != nil {
+				return err
+			}
 		}
 		err = mlx.Do(func() error {
 			rk.apply(h.Ends)
@@ -374,11 +404,17 @@ func (r *MLXRunner) Follow() error {
 	}
 }
 
-// follow adds a handed-over row as rank 0 added it; its errors are rank
-// 0's too (the same checks on the same inputs), so they are dropped here.
-func (r *MLXRunner) follow(d distributedRow) {
+// follow adds a handed-over row as rank 0 added it; the errors of add are
+// rank 0's too (the same checks on the same inputs), so they are dropped
+// here. A grammar this rank cannot compile is an error: the ranks would part.
+func (r *MLXRunner) follow(d distributedRow) error {
+	o, err := d.options(r.ranks.grammars)
+	if err != nil {
+		return fmt.Errorf("cannot follow rank 0's row: %w", err)
+	}
 	ctx := withAdapter(context.Background(), d.Adapter)
-	r.add(ctx, d.Prompt, d.options(), d.Seed, func(int32) error { return nil }, func(Result, error) {})
+	r.add(ctx, d.Prompt, o, d.Seed, func(int32) error { return nil }, func(Result, error) {})
+	return nil
 }
 
 // Lead runs on rank 0 beside the engine until stop is closed: while the
