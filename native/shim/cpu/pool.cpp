@@ -29,6 +29,19 @@ long spin_us() {
   return us;
 }
 
+// How long the submitting thread spins for the calls workers claimed before
+// it yields its core instead. A claimed call is one tile (microseconds);
+// waiting longer means the worker was taken off its core mid-call (another
+// process, or on 2 cores MLX's and Go's own threads), and it may be waiting
+// for exactly the core this thread spins on. MLXGO_WAIT_SPIN_US overrides it.
+long wait_spin_us() {
+  static const long us = [] {
+    const char* s = std::getenv("MLXGO_WAIT_SPIN_US");
+    return s ? std::atol(s) : 20L;
+  }();
+  return us;
+}
+
 }  // namespace
 
 struct Pool::Impl {
@@ -160,7 +173,18 @@ void Pool::run(int n, const std::function<void(int)>& fn) {
     s->cv.notify_all();
   }
   s->work();
-  while (s->done.load(std::memory_order_acquire) != n) _mm_pause();
+  using clock = std::chrono::steady_clock;
+  const auto limit = std::chrono::microseconds(wait_spin_us());
+  const auto start = clock::now();
+  bool yielding = false;
+  for (int spins = 0; s->done.load(std::memory_order_acquire) != n; spins++) {
+    if (yielding) {
+      std::this_thread::yield();
+      continue;
+    }
+    _mm_pause();
+    if ((spins & 63) == 63 && clock::now() - start > limit) yielding = true;
+  }
 }
 
 }  // namespace mlxgo::cpu
