@@ -65,6 +65,23 @@ func GeluApprox(x *Array) *Array {
 	return c.do(func(out *uintptr) int32 { return fn.geluApprox(hx, out) })
 }
 
+// GeGLU is mlx-lm's gemma4 geglu, gelu_approx(gate) * x. On a GPU it is
+// compiled as one function, as mlx-lm's is: MLX fuses the product into
+// gelu's kernel, which rounds differently from GeluApprox then Multiply.
+func GeGLU(gate, x *Array) *Array {
+	c := begin("geglu")
+	hg, hx := c.in(gate), c.in(x)
+	return c.do(func(out *uintptr) int32 { return fn.geglu(hg, hx, out) })
+}
+
+// LogitSoftcap is mlx-lm's logit_softcap, tanh(x / softcap) * softcap with
+// softcap in x's dtype (a weak scalar); compiled on a GPU, as mlx-lm's is.
+func LogitSoftcap(x *Array, softcap float32) *Array {
+	c := begin("logit_softcap")
+	hx := c.in(x)
+	return c.do(func(out *uintptr) int32 { return fn.softcap(hx, &softcap, out) })
+}
+
 // SwiGLU is mlx-lm's swiglu, nn.silu(gate) * x: multiply(multiply(gate,
 // sigmoid(gate)), x). With mlxgo's CPU kernels on float32 it is one node
 // doing those float operations per element; otherwise MLX's three ops.

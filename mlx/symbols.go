@@ -100,6 +100,8 @@ var fn struct {
 
 	geluApprox  func(x uintptr, out *uintptr) int32
 	swiglu      func(gate, x uintptr, out *uintptr) int32
+	geglu       func(gate, x uintptr, out *uintptr) int32
+	softcap     func(x uintptr, softcap *float32, out *uintptr) int32
 	rmsNorm     func(x, w uintptr, eps *float32, out *uintptr) int32
 	layerNorm   func(x, w, b uintptr, eps *float32, out *uintptr) int32
 	rope        func(x uintptr, dims, traditional, hasBase int32, base, scale *float32, offset int32, freqs uintptr, out *uintptr) int32
@@ -264,6 +266,8 @@ func symbols() []symbol {
 
 		{"mlxgo_gelu_approx", &fn.geluApprox},
 		{"mlxgo_swiglu", &fn.swiglu},
+		{"mlxgo_geglu", &fn.geglu},
+		{"mlxgo_logit_softcap", &fn.softcap},
 		{"mlxgo_fast_rms_norm", &fn.rmsNorm},
 		{"mlxgo_fast_layer_norm", &fn.layerNorm},
 		{"mlxgo_fast_rope", &fn.rope},

@@ -117,8 +117,9 @@ func (m *mlp) apply(x *mlx.Array) *mlx.Array {
 	return m.down.Apply(geglu(m.gate.Apply(x), m.up.Apply(x)))
 }
 
-// geglu is gelu_approx(gate) * x.
-func geglu(gate, x *mlx.Array) *mlx.Array { return mlx.Multiply(mlx.GeluApprox(gate), x) }
+// geglu is gelu_approx(gate) * x, one compiled function in mlx-lm (which
+// on a GPU fuses the product into gelu's kernel: mlx.GeGLU).
+func geglu(gate, x *mlx.Array) *mlx.Array { return mlx.GeGLU(gate, x) }
 
 // router is Router: RMS-normed input (scale * hidden^-0.5), top-k logits
 // softmaxed and scaled per expert.
@@ -263,8 +264,7 @@ func (m *Model) Unembed(h *mlx.Array) *mlx.Array {
 	if m.softcap == 0 {
 		return out
 	}
-	c := mlx.ScalarLike(m.softcap, out)
-	return mlx.Multiply(mlx.Tanh(mlx.Divide(out, c)), c)
+	return mlx.LogitSoftcap(out, m.softcap)
 }
 
 // NewCaches is Model.make_cache: caches for the layers before the

@@ -183,6 +183,8 @@ MLXGO_API int mlxgo_fast_sdpa(mlxgo_array q, mlxgo_array k, mlxgo_array v, const
 /* ---- compiled.cpp: functions mlx-lm compiles (compiled on a GPU, where that changes the result) ---- */
 MLXGO_API int mlxgo_gelu_approx(mlxgo_array x, mlxgo_array* out);
 MLXGO_API int mlxgo_swiglu(mlxgo_array gate, mlxgo_array x, mlxgo_array* out);
+MLXGO_API int mlxgo_geglu(mlxgo_array gate, mlxgo_array x, mlxgo_array* out);
+MLXGO_API int mlxgo_logit_softcap(mlxgo_array x, const float* softcap, mlxgo_array* out);
 
 /* ---- signal.cpp: convolution, FFT, random ---- */
 MLXGO_API int mlxgo_conv1d(mlxgo_array input, mlxgo_array weight, int stride, int padding, int dilation, int groups, mlxgo_array* out);
