@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/mlxgo/mlxgo/kv"
@@ -220,14 +221,28 @@ func (b *Batch) Step() error {
 	s := mlx.NewScope()
 	defer s.Close()
 	b.reapCancelled()
-	if len(b.waiting) > 0 {
-		b.prefill(b.waiting[0])
+	var t stepTrace
+	if traceSteps {
+		t.start = time.Now()
 	}
+	if len(b.waiting) > 0 {
+		if traceSteps {
+			t.prefill = len(b.waiting[0].pending)
+		}
+		b.prefill(b.waiting[0])
+		if traceSteps {
+			t.prefilled = time.Now()
+		}
+	}
+	t.decoding = len(b.decoding)
 	if len(b.decoding) > 0 {
 		if err := b.decode(); err != nil {
 			b.endAll(err)
 			return err
 		}
+	}
+	if traceSteps {
+		t.print(b.steps)
 	}
 	b.steps++
 	if b.steps%256 == 1 {
@@ -238,6 +253,28 @@ func (b *Batch) Step() error {
 		}
 	}
 	return nil
+}
+
+// traceSteps ($MLXGO_TRACE_STEPS=1) prints one stderr line per Step: the
+// prompt tokens its prefill chunk had left, the rows decoding, and where
+// the step's time went. It is for finding which part of a slow serve is
+// slow on a machine where no profiler runs (the GPU machine).
+var traceSteps = os.Getenv("MLXGO_TRACE_STEPS") == "1"
+
+type stepTrace struct {
+	start, prefilled time.Time
+	prefill          int // prompt tokens left before this step's chunk; 0: none
+	decoding         int // rows this step decoded
+}
+
+func (t stepTrace) print(step int) {
+	end := time.Now()
+	pre := time.Duration(0)
+	if !t.prefilled.IsZero() {
+		pre = t.prefilled.Sub(t.start)
+	}
+	fmt.Fprintf(os.Stderr, "mlxgo: step %d: prefill %d tokens %.2f ms, decode %d rows %.2f ms\n",
+		step, t.prefill, float64(pre.Microseconds())/1e3, t.decoding, float64(end.Sub(t.start).Microseconds()-pre.Microseconds())/1e3)
 }
 
 // Close ends every row with ErrBatchClosed.
