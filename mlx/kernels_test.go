@@ -596,3 +596,52 @@ func TestCPUKernelsQuantizedRows(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkPackedMatmulRows times the packed 4-bit quantized matmul of
+// SmolLM2's MLP (1536 x 576, groups of 32, float16 scales, float32
+// activations) at the row counts of single-stream decode, batched decode and
+// small prefill chunks, on the physical cores: `go test ./mlx -run -
+// -bench PackedMatmulRows` (ns/op is one matmul).
+func BenchmarkPackedMatmulRows(b *testing.B) {
+	mlxtest.Need(b)
+	const n, k, gs, bits, reps = 1536, 576, 32, 4, 32
+	r := rand.New(rand.NewPCG(13, 14))
+	words := randomWords(r, n*k*bits/32)
+	scales := randomFloats(r, n*k/gs, 0.1, 0)
+	biases := randomFloats(r, n*k/gs, 0.05, 0)
+	for _, m := range []int{1, 2, 3, 8, 17} {
+		x := randomFloats(r, reps*m*k, 1, 0)
+		b.Run(fmt.Sprintf("M%d", m), func(b *testing.B) {
+			err := mlx.Do(func() error {
+				if err := mlx.SetCPUKernels(mlx.KernelsMLXGO, mlxtest.Threads(), ""); err != nil {
+					return err
+				}
+				defer restoreKernels()
+				q := mlx.Quant{GroupSize: gs, Bits: bits, Mode: "affine"}
+				w, s, bb := mlx.FromSlice(words, n, k*bits/32), floatsAs(scales, mlx.Float16, n, k/gs), floatsAs(biases, mlx.Float16, n, k/gs)
+				p, err := mlx.PackQuantized(w, s, bb, q)
+				if err != nil {
+					return err
+				}
+				xa := floatsAs(x, mlx.Float32, reps*m, k)
+				if err := mlx.Eval(xa); err != nil {
+					return err
+				}
+				b.ResetTimer()
+				for i := 0; i < b.N; i += reps {
+					ys := make([]*mlx.Array, reps)
+					for j := range ys {
+						ys[j] = mlx.PackedMatmul(mlx.Slice(xa, []int{j * m, 0}, []int{(j + 1) * m, k}), p)
+					}
+					if err := mlx.Eval(ys...); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+		})
+	}
+}
