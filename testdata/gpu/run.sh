@@ -9,6 +9,7 @@
 #   l1       the L1 suite's tiny models: mlx-lm's logits on the GPU (logits.py --suite),
 #            then mlxgo's TestL1 against them (models.test), MLX_ENABLE_TF32=0 in both
 #            (L1_ORACLE_FLAGS=--no-checks skips the oracle's rerun and no-compile runs)
+#   l1cases  only the L1 cases L1_CASES names ("model:prompt_len ..."), models carried in .gpu/p2/oracle
 #   big1b    only make the Llama-3.2-1B-shaped models (bench1b makes them too)
 #   bench1b  mlxgo generate vs mlx-lm, alternating (bench.py), Llama-3.2-1B shape bf16 + q4g64
 #            (BENCH1B_SHAPES, BENCH1B_ROUNDS: default both shapes, 3 rounds)
@@ -99,6 +100,26 @@ stage_l1() {
 	(cd models && MLXGO_NATIVE_DIR=$PACK "$W/bin/models.test" -test.run '^TestL1$' -test.v -test.count=1) > "$OUT/l1.txt" 2>&1
 	rc=$?
 	grep -E '^(---|===|ok|FAIL|PASS)|max abs|differ' "$OUT/l1.txt" | grep -v '=== RUN' | tail -60
+	keep "$OUT/l1.txt" "$OUT/l1-oracle.txt"
+	return $rc
+}
+
+stage_l1cases() {
+	# A few L1 cases only (L1_CASES, each "model:prompt_len"), their tiny models carried in
+	# .gpu/p2/oracle/models (make gpu-check L1_CARRY="..."): for a device budget too short for the suite.
+	export MLXGO_ORACLE_DEVICE=gpu
+	local c m n
+	mkdir -p "$MLXGO_ORACLE_DIR/models"
+	[ -d .gpu/p2/oracle/models ] && cp -r .gpu/p2/oracle/models/. "$MLXGO_ORACLE_DIR/models/"
+	for c in ${L1_CASES:-}; do
+		m=${c%%:*} n=${c##*:}
+		timeout "${L1_CASE_TIMEOUT:-150}" "$PY" models/testdata/oracle/logits.py --model "$MLXGO_ORACLE_DIR/models/$m" \
+			--case "$m" --prompt-len "$n" --no-checks >> "$OUT/l1-oracle.txt" 2>&1
+		echo "oracle $m: rc=$?"
+	done
+	(cd models && MLXGO_NATIVE_DIR=$PACK "$W/bin/models.test" -test.run '^TestL1$' -test.v -test.count=1) > "$OUT/l1.txt" 2>&1
+	local rc=$?
+	grep -E '^(    ---|---|ok|FAIL)|l1_test' "$OUT/l1.txt" | tail -20
 	keep "$OUT/l1.txt" "$OUT/l1-oracle.txt"
 	return $rc
 }
