@@ -170,6 +170,7 @@ def main():
     ap.add_argument("--ct2")
     ap.add_argument("--mlx-model")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--start-round", type=int, default=0, help="number the rounds from here (another run's order goes on)")
     ap.add_argument("--long", type=int, default=0, help="also a clip of this many seconds synthesized with espeak-ng and sox")
     ap.add_argument("--no-compile", action="store_true", help="mlx-whisper with mx.compile off (default: on, as it runs)")
     ap.add_argument("--json")
@@ -193,10 +194,12 @@ def main():
             secs = f.getnframes() / f.getframerate()
         res = {s: [] for s in SIDES}
         texts = {}
-        for r in range(a.rounds):
+        for r in range(a.start_round, a.start_round + a.rounds):
             for side in SIDES[r % len(SIDES):] + SIDES[: r % len(SIDES)]:
                 run, texts[side] = run_side(a, side, clip, env)
                 res[side].append(run)
+                print(f"{os.path.basename(clip)} round {r} {side}: {run['transcribe_s']:.2f} s transcribing, "
+                      f"{run['wall_s']:.2f} s wall, load {loadavg()}", file=sys.stderr, flush=True)
         row = dict(clip=os.path.basename(clip), audio_s=round(secs, 2),
                    same_text={s: texts[s] == texts["mlxgo"] for s in SIDES[1:]})
         for side, runs in res.items():
