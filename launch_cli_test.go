@@ -252,17 +252,7 @@ func TestLaunchPipelineSameText(t *testing.T) {
 	if _, err := installedPack(os.Getenv); err != nil {
 		testenv.Missing(t, "native pack ("+err.Error()+")", "make native-install")
 	}
-	src := filepath.Join(oracleDir(), "models", "qwen2-f32")
 	dir := t.TempDir()
-	for _, f := range []string{"config.json", "model.safetensors"} {
-		b, err := os.ReadFile(filepath.Join(src, f))
-		if err != nil {
-			testenv.Missing(t, "tiny qwen2 "+src, "make oracle")
-		}
-		if err := os.WriteFile(filepath.Join(dir, f), b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
 	// GPT-2's bytes_to_unicode: the byte-level alphabet, one token a byte.
 	vocab := map[string]int{}
 	n := 0
@@ -274,15 +264,12 @@ func TestLaunchPipelineSameText(t *testing.T) {
 			n++
 		}
 	}
-	tj, _ := json.Marshal(map[string]any{
+	tinyQwen2(t, dir, map[string]any{
 		"version": "1.0", "added_tokens": []any{},
 		"pre_tokenizer": map[string]any{"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true},
 		"decoder":       map[string]any{"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true, "use_regex": true},
 		"model":         map[string]any{"type": "BPE", "vocab": vocab, "merges": []any{}},
 	})
-	if err := os.WriteFile(filepath.Join(dir, "tokenizer.json"), tj, 0o600); err != nil {
-		t.Fatal(err)
-	}
 	bin := buildBinary(t)
 	gen := []string{"generate", "-m", dir, "--raw", "-p", "a prompt of some thirty bytes", "--max-tokens", "32", "--prefill-step", "4", "--threads", "1"}
 	for _, sampling := range [][]string{nil, {"--temp", "0.8", "--seed", "3"}} {

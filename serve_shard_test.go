@@ -32,11 +32,26 @@ func tinyServed(t *testing.T) string {
 	if _, err := installedPack(os.Getenv); err != nil {
 		testenv.Missing(t, "native pack ("+err.Error()+")", "make native-install")
 	}
-	src := filepath.Join(oracleDir(), "models", "qwen2-f32")
 	dir := filepath.Join(t.TempDir(), "tiny")
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	vocab := map[string]int{}
+	for i := range 512 {
+		vocab[fmt.Sprintf("<%03d>", i)] = i
+	}
+	tinyQwen2(t, dir, map[string]any{
+		"version": "1.0", "added_tokens": []any{}, "decoder": map[string]any{"type": "Fuse"},
+		"model": map[string]any{"type": "BPE", "vocab": vocab, "merges": []any{}},
+	})
+	return dir
+}
+
+// tinyQwen2 writes the oracle's tiny seeded qwen2 (f32) into dir with
+// tokenizer as its tokenizer.json.
+func tinyQwen2(t *testing.T, dir string, tokenizer map[string]any) {
+	t.Helper()
+	src := filepath.Join(oracleDir(), "models", "qwen2-f32")
 	for _, f := range []string{"config.json", "model.safetensors"} {
 		b, err := os.ReadFile(filepath.Join(src, f))
 		if err != nil {
@@ -46,18 +61,10 @@ func tinyServed(t *testing.T) string {
 			t.Fatal(err)
 		}
 	}
-	vocab := map[string]int{}
-	for i := range 512 {
-		vocab[fmt.Sprintf("<%03d>", i)] = i
-	}
-	tj, _ := json.Marshal(map[string]any{
-		"version": "1.0", "added_tokens": []any{}, "decoder": map[string]any{"type": "Fuse"},
-		"model": map[string]any{"type": "BPE", "vocab": vocab, "merges": []any{}},
-	})
+	tj, _ := json.Marshal(tokenizer)
 	if err := os.WriteFile(filepath.Join(dir, "tokenizer.json"), tj, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return dir
 }
 
 var tinyToken = regexp.MustCompile(`<(\d{3})>`)

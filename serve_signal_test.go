@@ -32,40 +32,10 @@ func buildBinary(t *testing.T) string {
 var readyLine = regexp.MustCompile(`mlxgo: serving \S+ on (http://\S+)`)
 
 // startServe runs `mlxgo serve` on a free port and returns its base URL once
-// the ready line is on stderr; the rest of stderr is collected in *log.
-func startServe(t *testing.T, bin string, args ...string) (*exec.Cmd, string, *strings.Builder) {
+// the ready line is on stderr (startLaunched); the rest of stderr is in the log.
+func startServe(t *testing.T, bin string, args ...string) (*exec.Cmd, string, *syncLog) {
 	t.Helper()
-	cmd := exec.Command(bin, append([]string{"serve", "--port", "0"}, args...)...)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("cannot start mlxgo serve: %v", err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	urls := make(chan string, 1)
-	log := &strings.Builder{}
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			log.WriteString(sc.Text() + "\n")
-			if m := readyLine.FindStringSubmatch(sc.Text()); m != nil {
-				urls <- m[1]
-			}
-		}
-		close(urls)
-	}()
-	select {
-	case u, ok := <-urls:
-		if !ok {
-			t.Fatalf("mlxgo serve exited before it was ready:\n%s", log.String())
-		}
-		return cmd, u, log
-	case <-time.After(2 * time.Minute):
-		t.Fatalf("mlxgo serve not ready after 2 minutes:\n%s", log.String())
-	}
-	return nil, "", nil
+	return startLaunched(t, bin, append([]string{"serve", "--port", "0"}, args...)...)
 }
 
 // waitExit waits for the process and returns its exit code, failing after d.
