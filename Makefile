@@ -264,7 +264,7 @@ $(ORACLE)/sharded/index.json: $(ORACLE)/cases/index.json models/testdata/oracle/
 	  $(abspath models/testdata/oracle/sharded.py)
 	$(VENV)/bin/mlx.launch -n 3 --backend ring --hosts 127.0.0.1 --python $(abspath $(PY)) \
 	  $(abspath models/testdata/oracle/sharded.py) --smollm2
-# mlx-lm's pipeline-parallel qwen2 (model.model.pipeline(group)), 2 ranks.
+# mlx-lm's pipeline-parallel models (their PipelineMixin's pipeline(group)), 2 ranks.
 $(ORACLE)/pipeline/index.json: $(ORACLE)/cases/index.json models/testdata/oracle/sharded.py
 	$(VENV)/bin/mlx.launch -n 2 --backend ring --hosts 127.0.0.1 --python $(abspath $(PY)) \
 	  $(abspath models/testdata/oracle/sharded.py) --pipeline

@@ -43,7 +43,7 @@ func LoadSharded(path string, opts LoadOptions, g *mlx.Group) (Model, error) {
 func LoadPipelined(path string, opts LoadOptions, g *mlx.Group) (Model, error) {
 	s := &nn.Stage{Group: g, Rank: g.Rank(), Size: g.Size()}
 	return loadRank(path, opts, s.Size, func(load func() error) error { return nn.WithStage(s, load) }, s.Taken,
-		"cannot pipeline a %s model: pipeline parallelism covers qwen2 and qwen3_moe (mlx-lm's PipelineMixin)")
+		"cannot pipeline a %s model: pipeline parallelism covers qwen2, qwen3_moe, qwen3_next and qwen3_5 (mlx-lm's PipelineMixin)")
 }
 
 // loadRank loads the model inside with (which installs the rank's shard or

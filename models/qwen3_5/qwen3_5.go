@@ -182,7 +182,14 @@ func build(config []byte, w *nn.Weights, moe bool) (nn.Decoder, error) {
 		return nil, err
 	}
 	m := &qwen3_next.Model{Shape: s, ContextLength: c.MaxPositionEmbeddings}
+	// Qwen3_5TextModel.pipeline(): with a pipeline-parallel load this rank
+	// builds (and reads) only its own run of layers (nn/pipeline.go), after
+	// sanitize has seen every tensor.
+	m.Stage = w.Stage(c.NumHiddenLayers)
 	for i := range c.NumHiddenLayers {
+		if !m.Stage.Has(i) {
+			continue
+		}
 		p := fmt.Sprintf("language_model.model.layers.%d.", i)
 		l := qwen3_next.NewLayer(w, p, &s, plusOne)
 		if s.Linear(i) {

@@ -369,17 +369,39 @@ type Model struct {
 	Layers        []*Layer
 	NormWeight    *mlx.Array
 	Head          *nn.Head
+	// Stage is the pipeline stage (nn/pipeline.go) when Layers holds only
+	// this rank's run of the layers; nil for the whole model.
+	Stage *nn.Stage
 }
 
 // Forward implements nn.Decoder: the full-attention layers' mask from the
 // cache of layer full_attention_interval-1 (fa_idx); the linear layers
-// need none (create_ssm_mask gives None for one sequence per cache).
+// need none (create_ssm_mask gives None for one sequence per cache). On a
+// pipeline stage fa_idx is the rank's first full-attention layer (none on
+// a rank of linear layers only, as pipeline() recomputes it), the hidden
+// state is received before the layers and handed on after them, the send
+// tied to the rank's last cache.
 func (m *Model) Forward(tokens *mlx.Array, caches []kv.Cache) *mlx.Array {
 	h := m.Embed.Apply(tokens)
-	faMask := kv.AttentionMask(h.Dim(1), kv.At(caches, m.Shape.FullAttentionInterval-1), 0)
+	fa := m.Shape.FullAttentionInterval - 1
+	if m.Stage != nil {
+		fa = -1
+		for i, l := range m.Layers {
+			if l.Attn != nil {
+				fa = i
+				break
+			}
+		}
+	}
+	var faMask kv.Mask
+	if fa >= 0 {
+		faMask = kv.AttentionMask(h.Dim(1), kv.At(caches, fa), 0)
+	}
+	h = m.Stage.Enter(h)
 	for i, l := range m.Layers {
 		h = l.Apply(h, faMask, kv.At(caches, i))
 	}
+	h = m.Stage.Leave(h, kv.At(caches, len(m.Layers)-1))
 	return mlx.RMSNorm(h, m.NormWeight, m.Shape.Eps)
 }
 
@@ -457,7 +479,14 @@ func New(config []byte, w *nn.Weights) (nn.Decoder, error) {
 		return nil, err
 	}
 	m := &Model{Shape: s, ContextLength: *c.MaxPositionEmbeddings}
+	// pipeline(): with a pipeline-parallel load this rank builds (and
+	// reads) only its own run of layers (nn/pipeline.go), after sanitize
+	// has seen every tensor.
+	m.Stage = w.Stage(c.NumHiddenLayers)
 	for i := range c.NumHiddenLayers {
+		if !m.Stage.Has(i) {
+			continue
+		}
 		p := fmt.Sprintf("model.layers.%d.", i)
 		l := NewLayer(w, p, &s, plusOne)
 		if s.Linear(i) {

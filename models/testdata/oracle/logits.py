@@ -68,8 +68,9 @@ class Recorder:
         entry = {
             "tokens": int(inputs.shape[1]),
             # the first cache that counts tokens: mlx-lm's ArraysCache (a
-            # linear-attention layer's state) has no offset
-            "offset": next(int(c.offset) for c in self.cache if hasattr(c, "offset")),
+            # linear-attention layer's state) has no offset (nor has any
+            # cache of a pipeline stage of linear layers only: None)
+            "offset": next((int(c.offset) for c in self.cache if hasattr(c, "offset")), None),
             # cache kinds as generate_step left them before this call
             "caches": sorted({type(c).__name__ for c in self.cache}),
         }

@@ -25,8 +25,8 @@ unsharded model's text beside them.
 With --pipeline, mlx-lm's pipeline-parallel models instead (PipelineMixin,
 models/pipeline.py: model.model.pipeline(group) gives rank r its run of the
 layers, the last rank the first ones; hidden states pass by send/recv and
-rank 0's output is all-gathered): the qwen2 and qwen3_moe cases, written to
-<oracle>/pipeline/. A pipeline does the unsharded arithmetic (no sum is
+rank 0's output is all-gathered): the qwen2, qwen3_moe, qwen3_5 (and
+qwen3_5_moe) and qwen3_next cases, written to <oracle>/pipeline/. A pipeline does the unsharded arithmetic (no sum is
 split), so their unsharded_max_abs_diff is expected to be 0.
 
 Seeded cases ("-temp"): mlx-lm's make_sampler(temp) after mx.random.seed(seed)
@@ -34,6 +34,7 @@ on every rank, the tokens generate_step yields recorded with their logits.
 """
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -64,7 +65,37 @@ PIPELINE_CASES = {
     # qwen3_moe: 3 layers split 2 (rank 0) + 1 (rank 1); float32 only, since
     # MLX's CPU gather_mm takes nothing else.
     "qwen3_moe-f32": {}, "qwen3_moe-f32-temp": dict(model="qwen3_moe-f32", temp=0.8, seed=13),
+    # qwen3_5 (Qwen3_5TextModel.pipeline): 4 layers, 3 linear then one full
+    # attention; rank 1 has layers 0-1 (linear only: no fa_idx, its send tied
+    # to an ArraysCache's conv state), rank 0 layers 2-3.
+    "qwen3_5-f32": {}, "qwen3_5-bf16": {},
+    "qwen3_5-f32-temp": dict(model="qwen3_5-f32", temp=1.0, seed=17),
+    "qwen3_5-bf16-temp": dict(model="qwen3_5-bf16", temp=0.8, seed=19),
+    "qwen3_5_moe-f32": {},
+    # qwen3_next (Qwen3NextModel.pipeline): linear and full attention
+    # alternate, so each rank has one of each and rank 1's send is tied to a
+    # KVCache.
+    "qwen3_next-f32": {}, "qwen3_next-f32-temp": dict(model="qwen3_next-f32", temp=0.8, seed=23),
 }
+
+
+def pipelined(model):
+    """The PipelineMixin module of a loaded model: model.model, or the
+    language model's (qwen3_5's multimodal wrapper)."""
+    if hasattr(model, "language_model"):
+        return model.language_model.model
+    return model.model
+
+
+def gather_json(obj, group):
+    """Every rank's obj (JSON), in rank order, on every rank: the encoded
+    bytes padded to the longest and all-gathered."""
+    b = np.frombuffer(json.dumps(obj).encode(), dtype=np.uint8).astype(np.int32)
+    n = int(mx.distributed.all_max(mx.array([len(b)], dtype=mx.int32), group=group).item())
+    buf = np.zeros(n, dtype=np.int32)
+    buf[:len(b)] = b
+    rows = np.array(mx.distributed.all_gather(mx.array(buf), group=group)).reshape(group.size(), n)
+    return [json.loads(bytes(r[r != 0].astype(np.uint8)).decode()) for r in rows]
 
 
 def sampled(model, prompt, temp, seed):
@@ -125,7 +156,7 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=oracle_dir() / "sharded")
     ap.add_argument("--models", type=Path, default=oracle_dir() / "models")
     ap.add_argument("--smollm2", action="store_true", help="the real SmolLM2's greedy text (3 ranks)")
-    ap.add_argument("--pipeline", action="store_true", help="pipeline-parallel qwen2 cases, into <oracle>/pipeline")
+    ap.add_argument("--pipeline", action="store_true", help="pipeline-parallel cases (qwen2, qwen3_moe, qwen3_5, qwen3_next), into <oracle>/pipeline")
     args = ap.parse_args()
     kind = "pipeline" if args.pipeline else "tensor"
     if args.pipeline and args.out == oracle_dir() / "sharded":
@@ -140,7 +171,7 @@ def main() -> int:
         whole, config = L.load_model(model_dir)
         model, _ = L.load_model(model_dir)
         if args.pipeline:
-            model.model.pipeline(group)
+            pipelined(model).pipeline(group)
         else:
             model.shard(group)
         mx.eval(model.parameters())
@@ -170,6 +201,9 @@ def main() -> int:
             "logits_dtype": res["logits_dtype"],
             "prefill_chunks": res["chunks"],
             "calls": res["trace"],
+            # a pipeline stage's caches are its own layers' (a qwen3_5 rank
+            # of linear layers has only ArraysCache): each rank's trace
+            **({"rank_calls": gather_json(res["trace"], group)} if args.pipeline else {}),
             "sampler": sampler,
             "temp": spec.get("temp"), "seed": spec.get("seed"),
             "shard": {"kind": kind, "size": size, "backend": "ring"},
