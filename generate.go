@@ -199,6 +199,9 @@ func (c *generateCommand) parse(args []string) (*generateFlags, error) {
 	case f.draftModel != "" && f.kv.maxKV > 0:
 		return nil, usagef("--draft-model cannot be used with --max-kv-size (speculative decoding trims its caches, and a rotating cache cannot be trimmed once full)")
 	}
+	if f.shard.on() && len(f.adapters.specs) > 0 {
+		return nil, usagef("--adapter-path cannot be combined with --shard %s yet: the adapter is not split with the weights", f.shard.kind)
+	}
 	if err := f.sampler.Validate(0); err != nil {
 		return nil, usageError{err.Error()}
 	}

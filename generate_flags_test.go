@@ -49,3 +49,18 @@ func TestGenerateFlagAliases(t *testing.T) {
 		t.Errorf("-p - with empty stdin: %v, want an empty-prompt error", err)
 	}
 }
+
+// TestGenerateShardRefusesAdapters: a LoRA adapter is not split with the
+// weights, so --shard with --adapter-path is a usage error before loading.
+func TestGenerateShardRefusesAdapters(t *testing.T) {
+	c := &generateCommand{m: &Main{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard}}
+	for _, kind := range []string{"tensor", "pipeline"} {
+		_, err := c.parse([]string{"-p", "hi", "--shard", kind, "--adapter-path", "a"})
+		if _, ok := err.(usageError); !ok || !strings.Contains(err.Error(), "--adapter-path cannot be combined with --shard "+kind) {
+			t.Errorf("--shard %s --adapter-path: %v, want a usage error", kind, err)
+		}
+	}
+	if _, err := c.parse([]string{"-p", "hi", "--shard", "tensor"}); err != nil {
+		t.Errorf("--shard tensor alone: %v", err)
+	}
+}

@@ -214,6 +214,8 @@ func (c *serveCommand) parse(args []string) (*serveFlags, error) {
 		return nil, usagef("--num-draft-tokens must be 0 or more")
 	case f.shard.on() && f.draftModel != "":
 		return nil, usagef("--draft-model cannot be combined with --shard %s: speculative decoding is not distributed yet", f.shard.kind)
+	case f.shard.on() && len(f.adapters.specs) > 0:
+		return nil, usagef("LoRA adapters cannot be combined with --shard %s yet: they are not split with the weights", f.shard.kind)
 	case f.shard.on() && f.model == "" && f.whisperModel != "":
 		return nil, usagef("--shard %s splits a chat model (-m); the Whisper model runs on rank 0 alone", f.shard.kind)
 	}

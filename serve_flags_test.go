@@ -86,6 +86,8 @@ func TestServeShardFlags(t *testing.T) {
 		{[]string{"--shard", "data"}, "want tensor, pipeline or none"},
 		{[]string{"--shard", "tensor", "--draft-model", "d"}, "--draft-model cannot be combined with --shard tensor"},
 		{[]string{"--shard", "pipeline", "--whisper-model", "w"}, "--shard pipeline splits a chat model (-m)"},
+		{[]string{"--shard", "tensor", "--adapter-path", "a"}, "LoRA adapters cannot be combined with --shard tensor"},
+		{[]string{"--shard", "pipeline", "--adapter", "x=a"}, "LoRA adapters cannot be combined with --shard pipeline"},
 	} {
 		if _, err := c.parse(tc.args); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %v, want a usage error naming %q", tc.args, err, tc.want)
