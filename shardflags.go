@@ -137,21 +137,16 @@ func (s *shardFlags) share(f *generateFlags, stderr io.Writer, encode func() ([]
 			fmt.Fprintf(stderr, "parallel:    %s (rank 0 prints)\n", s.parallelism())
 		}
 	}
-	head, err := mlx.AllSum(mlx.FromSlice([]int32{int32(len(ids)), seed + 1}, 2), s.g).Int32s()
+	// The message is the seed (+1; 0: none) and then the ids.
+	got, err := mlx.Share(append([]int32{seed + 1}, ids...), s.g)
 	if err != nil {
 		return nil, fmt.Errorf("cannot share the prompt with the other ranks: %w", err)
 	}
-	n := int(head[0])
-	if s.g.Rank() != 0 {
-		ids = make([]int32, n)
+	if len(got) == 0 {
+		return nil, fmt.Errorf("cannot share the prompt with the other ranks: an empty message")
 	}
-	if n > 0 {
-		if ids, err = mlx.AllSum(mlx.FromSlice(ids, n), s.g).Int32s(); err != nil {
-			return nil, fmt.Errorf("cannot share the prompt with the other ranks: %w", err)
-		}
+	if got[0] > 0 {
+		f.seed.v, f.seed.set = uint64(got[0]-1), true
 	}
-	if head[1] > 0 {
-		f.seed.v, f.seed.set = uint64(head[1]-1), true
-	}
-	return ids, nil
+	return got[1:], nil
 }

@@ -221,18 +221,12 @@ func (b *Batch) Step() error {
 	s := mlx.NewScope()
 	defer s.Close()
 	b.reapCancelled()
-	var t stepTrace
-	if traceSteps {
-		t.start = time.Now()
-	}
+	t := stepTrace{start: time.Now()} // a few clock reads a step; printed only under traceSteps
+	t.prefilled = t.start
 	if len(b.waiting) > 0 {
-		if traceSteps {
-			t.prefill = len(b.waiting[0].pending)
-		}
+		t.prefill = len(b.waiting[0].pending)
 		b.prefill(b.waiting[0])
-		if traceSteps {
-			t.prefilled = time.Now()
-		}
+		t.prefilled = time.Now()
 	}
 	t.decoding = len(b.decoding)
 	if len(b.decoding) > 0 {
@@ -262,19 +256,15 @@ func (b *Batch) Step() error {
 var traceSteps = os.Getenv("MLXGO_TRACE_STEPS") == "1"
 
 type stepTrace struct {
-	start, prefilled time.Time
-	prefill          int // prompt tokens left before this step's chunk; 0: none
-	decoding         int // rows this step decoded
+	start, prefilled time.Time // prefilled: when the prefill chunk ended (start when none ran)
+	prefill          int       // prompt tokens left before this step's chunk; 0: none
+	decoding         int       // rows this step decoded
 }
 
 func (t stepTrace) print(step int) {
-	end := time.Now()
-	pre := time.Duration(0)
-	if !t.prefilled.IsZero() {
-		pre = t.prefilled.Sub(t.start)
-	}
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1e3 }
 	fmt.Fprintf(os.Stderr, "mlxgo: step %d: prefill %d tokens %.2f ms, decode %d rows %.2f ms\n",
-		step, t.prefill, float64(pre.Microseconds())/1e3, t.decoding, float64(end.Sub(t.start).Microseconds()-pre.Microseconds())/1e3)
+		step, t.prefill, ms(t.prefilled.Sub(t.start)), t.decoding, ms(time.Since(t.prefilled)))
 }
 
 // Close ends every row with ErrBatchClosed.

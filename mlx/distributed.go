@@ -109,6 +109,43 @@ func collective(op string, f func(uintptr, uintptr, *uintptr) int32, x *Array, g
 // AllSum is the elementwise sum of x over every rank of g (nil: the global group).
 func AllSum(x *Array, g *Group) *Array { return collective("all_sum", fn.allSum, x, g) }
 
+// shareHead is how many int32s Share's first all_sum carries: the count and
+// the first values, so that a short message costs one collective.
+const shareHead = 64
+
+// Share hands rank 0's values to every rank of g with MLX's all_sum (the
+// other ranks contribute zeros): one collective for up to shareHead-1
+// values, a second for the rest. Only rank 0's data is read; every rank
+// gets it back. It evaluates, so it must run on the MLX executor.
+func Share(data []int32, g *Group) ([]int32, error) {
+	s := NewScope()
+	defer s.Close()
+	lead := g.Rank() == 0
+	head := make([]int32, shareHead)
+	if lead {
+		head[0] = int32(len(data))
+		copy(head[1:], data)
+	}
+	got, err := AllSum(FromSlice(head, shareHead), g).Int32s()
+	if err != nil {
+		return nil, err
+	}
+	n := int(got[0])
+	out := make([]int32, n)
+	copy(out, got[1:])
+	if n > shareHead-1 {
+		rest := make([]int32, n-(shareHead-1))
+		if lead {
+			copy(rest, data[shareHead-1:])
+		}
+		if rest, err = AllSum(FromSlice(rest, len(rest)), g).Int32s(); err != nil {
+			return nil, err
+		}
+		copy(out[shareHead-1:], rest)
+	}
+	return out, nil
+}
+
 // AllGather concatenates every rank's x along axis 0, in rank order.
 func AllGather(x *Array, g *Group) *Array { return collective("all_gather", fn.allGather, x, g) }
 

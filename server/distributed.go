@@ -171,42 +171,20 @@ func (rk *Ranks) stepping() func() {
 	}
 }
 
-// share sends rank 0's message to every rank: a fixed head of headInts
-// int32s (the byte count and the first bytes) in one all_sum, the rest, if
-// any, in a second. The other ranks pass nil and get the message.
+// share sends rank 0's message to every rank (mlx.Share, a byte an int32);
+// the other ranks pass nil and get the message.
 func (rk *Ranks) share(msg []byte) ([]byte, error) {
-	const headInts = 64
-	s := mlx.NewScope()
-	defer s.Close()
-	head := make([]int32, headInts)
-	if rk.leader() {
-		head[0] = int32(len(msg))
-		for i := 0; i < len(msg) && i < headInts-1; i++ {
-			head[1+i] = int32(msg[i])
-		}
+	vals := make([]int32, len(msg))
+	for i, c := range msg {
+		vals[i] = int32(c)
 	}
-	got, err := mlx.AllSum(mlx.FromSlice(head, headInts), rk.Group).Int32s()
+	got, err := mlx.Share(vals, rk.Group)
 	if err != nil {
 		return nil, err
 	}
-	n := int(got[0])
-	out := make([]byte, n)
-	for i := 0; i < n && i < headInts-1; i++ {
-		out[i] = byte(got[1+i])
-	}
-	if n > headInts-1 {
-		rest := make([]int32, n-(headInts-1))
-		if rk.leader() {
-			for i := range rest {
-				rest[i] = int32(msg[headInts-1+i])
-			}
-		}
-		if rest, err = mlx.AllSum(mlx.FromSlice(rest, len(rest)), rk.Group).Int32s(); err != nil {
-			return nil, err
-		}
-		for i, v := range rest {
-			out[headInts-1+i] = byte(v)
-		}
+	out := make([]byte, len(got))
+	for i, v := range got {
+		out[i] = byte(v)
 	}
 	return out, nil
 }
