@@ -23,6 +23,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.request
@@ -132,10 +133,14 @@ def concurrent(base: str, model: str, prompt: str, max_tokens: int, n: int) -> d
             "ttft_median_s": statistics.median(r["ttft_s"] for r in results if r["ttft_s"] is not None)}
 
 
-def run_server(name: str, cmd: list, health: str, base: str, model: str, prompt: str, args) -> dict:
+def run_server(name: str, cmd: list, health: str, base: str, model: str, prompt: str, args, log: Path) -> dict:
     env = dict(os.environ)
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    # The server's stderr goes to a file: a pipe nobody reads would stop a server that
+    # logs more than the pipe holds ($MLXGO_TRACE_STEPS=1 prints a line per step).
+    log.parent.mkdir(parents=True, exist_ok=True)
+    errf = open(log, "wb")
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=errf, env=env)
     try:
         ready = wait_ready(proc, base + health, 300)
         row = {"ready_s": ready, "spawn_to_ready_s": time.perf_counter() - t0}
@@ -162,6 +167,7 @@ def run_server(name: str, cmd: list, health: str, base: str, model: str, prompt:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+        errf.close()
 
 
 def generate_once(mlxgo: str, model: str, prompt_file: Path, max_tokens: int) -> dict:
@@ -186,7 +192,10 @@ def main() -> int:
     p.add_argument("--batch", type=int, default=16, help="mlxgo --batch and mlx_lm --decode-concurrency")
     p.add_argument("--concurrency", type=int, nargs="+", default=[4, 16])
     p.add_argument("--json")
+    p.add_argument("--server-logs", default=None,
+                   help="directory for each server's stderr (default: a temporary one)")
     args = p.parse_args()
+    logs = Path(args.server_logs or tempfile.mkdtemp(prefix="bench-serve-"))
     model = str(Path(args.model).resolve())
     prompt_file = make_prompt(Path(model), args.prompt_tokens)
     prompt = prompt_file.read_text()
@@ -207,7 +216,8 @@ def main() -> int:
         for name in order:
             cmd, health = servers[name]
             port = free_port()
-            rows[name].append(run_server(name, cmd(port), health, f"http://127.0.0.1:{port}", model, prompt, args))
+            rows[name].append(run_server(name, cmd(port), health, f"http://127.0.0.1:{port}", model, prompt, args,
+                                        logs / f"{name}-round{rnd + 1}.log"))
         g = generate_once(args.mlxgo, model, prompt_file, args.max_tokens)
         rows["generate"].append(g)
         print(f"  generate: decode_tps={g.get('decode_tps')}", file=sys.stderr, flush=True)

@@ -16,7 +16,8 @@
 #   bench8b  the same for the Llama-3.1-8B shape
 #   benchserve mlxgo serve --batch N against mlx_lm.server --decode-concurrency N (its
 #            BatchGenerator), N concurrent 512-token streams (server/testdata/bench_serve.py):
-#            SERVE_SHAPES (default "llama1b-bf16:16 llama1b-bf16:64 llama8b-bf16:16")
+#            SERVE_SHAPES (default "llama1b-bf16:16 llama1b-bf16:64 llama8b-bf16:16"); each
+#            server's stderr in out/serve-logs-* (MLXGO_TRACE_STEPS=1: a line per step)
 #   hostcost the host's share of a decode step on the 1B shape (models.test benchmarks):
 #            building one step's graph, and decode with and without pipelining; the
 #            same three loops for mlx-lm (hostcost_mlxlm.py)
@@ -161,7 +162,7 @@ stage_benchserve() {
 		[ -d "$W/big/$m" ] || { log "benchserve: $m not made (run bench1b/bench8b first)"; continue; }
 		"$PY" server/testdata/bench_serve.py --model "$W/big/$m" --mlxgo "$W/bin/mlxgo" --rounds 1 \
 			--max-tokens 128 --prompt-tokens 512 --batch "$b" --concurrency "$b" \
-			--json "$OUT/serve-$m-b$b.json" > "$OUT/serve-$m-b$b.txt" 2>&1
+			--json "$OUT/serve-$m-b$b.json" --server-logs "$OUT/serve-logs-$m-b$b" > "$OUT/serve-$m-b$b.txt" 2>&1
 		echo "serve $m --batch $b: rc=$?"
 		grep -E '^  (mlxgo|mlx_lm|generate):' "$OUT/serve-$m-b$b.txt"
 		keep "$OUT/serve-$m-b$b.json" "$OUT/serve-$m-b$b.txt"
