@@ -148,9 +148,13 @@ def run_server(name: str, cmd: list, health: str, base: str, model: str, prompt:
         # MLX's CUDA backend JIT-compiles a kernel per new shape and keeps it in a PTX cache on
         # disk (MLX_PTX_CACHE_DIR) that both engines share: whichever runs first would pay for
         # every batch size it meets (a 4-bit batch of 16 did, 26 s of its first tokens), so each
-        # engine first decodes a few tokens at every concurrency unmeasured.
+        # engine first decodes at every concurrency unmeasured. The warm-up streams must overlap
+        # for the decode batch to reach n rows: mlxgo admits one waiting row per step, so with 4
+        # tokens each a row ended before the 5th joined and a batch of 16 was first met, and
+        # compiled for (34 s on a 4-bit model), in the measured run; 2n + 4 tokens keep the
+        # first row decoding until the last has joined (at most --max-tokens).
         for n in args.concurrency:
-            concurrent(base, model, prompt, 4, n)
+            concurrent(base, model, prompt, min(2 * n + 4, args.max_tokens), n)
         c1 = stream_completion(base, model, prompt, args.max_tokens)
         row.update({"c1_ttft_s": c1["ttft_s"], "c1_decode_tps": c1.get("decode_tps"), "c1_tokens": c1["tokens"]})
         for n in args.concurrency:
