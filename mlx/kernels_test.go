@@ -645,3 +645,52 @@ func BenchmarkPackedMatmulRows(b *testing.B) {
 		})
 	}
 }
+
+// TestCPUKernelsQuantizedFusedDequant: under float32 compute with float16
+// scales the kernels dequantize with one fused multiply-add (kern.inc's
+// dequant: scale * q is exact in float32 there). This checks that claim where
+// it could break: scales and biases at float16's extremes (largest finite,
+// subnormals, signed zeros, infinities, NaN) half the time, against MLX's
+// stock kernel, bitwise, one row and several, every bit width, every ISA.
+func TestCPUKernelsQuantizedFusedDequant(t *testing.T) {
+	mlxtest.Need(t)
+	isaList := runnableISAs(t)
+	r := rand.New(rand.NewPCG(21, 22))
+	f16 := []float32{65504, -65504, 32768, 0x1p-24, -0x1p-24, 0x1p-14, 0, float32(math.Copysign(0, -1)),
+		float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), 1, -1, 0.5}
+	pick := func(n int, scale float32) []float32 {
+		v := randomFloats(r, n, scale, 0)
+		for i := range v {
+			if r.IntN(2) == 0 {
+				v[i] = f16[r.IntN(len(f16))]
+			}
+		}
+		return v
+	}
+	for _, bits := range []int{2, 3, 4, 5, 6, 8} {
+		for _, m := range []int{1, 3, 8} {
+			gs := 32
+			n, k := 48, 4*gs
+			q := mlx.Quant{GroupSize: gs, Bits: bits, Mode: "affine"}
+			words := randomWords(r, n*k*bits/32)
+			scales, biases := pick(n*k/gs, 0.1), pick(n*k/gs, 0.05)
+			x := randomFloats(r, m*k, 1, 0)
+			t.Run(fmt.Sprintf("%dbit/m%d", bits, m), func(t *testing.T) {
+				compareKernels(t, isaList, func() (*mlx.Array, error) {
+					xa := floatsAs(x, mlx.Float32, m, k)
+					w, s, b := mlx.FromSlice(words, n, k*bits/32), floatsAs(scales, mlx.Float16, n, k/gs), floatsAs(biases, mlx.Float16, n, k/gs)
+					if cur, _ := mlx.CPUKernelsInUse(); cur.Kernels == mlx.KernelsMLX {
+						y := mlx.QuantizedMatmul(xa, w, mlx.AsType(s, mlx.Float32), mlx.AsType(b, mlx.Float32), true, q)
+						return y, y.Err()
+					}
+					p, err := mlx.PackQuantized(w, s, b, q)
+					if err != nil {
+						return nil, err
+					}
+					y := mlx.PackedMatmul(xa, p)
+					return y, y.Err()
+				})
+			})
+		}
+	}
+}
