@@ -240,17 +240,7 @@ func TestCPUKernelsPacked(t *testing.T) {
 					t.Run(name+"/matmul", func(t *testing.T) {
 						compareKernels(t, isaList, func() (*mlx.Array, error) {
 							xa, w, s, b := inputs()
-							k, _ := mlx.CPUKernelsInUse()
-							if k.Kernels == mlx.KernelsMLX {
-								y := mlx.QuantizedMatmul(xa, w, s, b, true, q)
-								return y, y.Err()
-							}
-							p, err := mlx.PackQuantized(w, s, b, q)
-							if err != nil {
-								return nil, err
-							}
-							y := mlx.PackedMatmul(xa, p)
-							return y, y.Err()
+							return stockOrPacked(xa, w, s, b, s, b, q)
 						})
 					})
 					if xdt != sdt {
@@ -679,18 +669,25 @@ func TestCPUKernelsQuantizedFusedDequant(t *testing.T) {
 				compareKernels(t, isaList, func() (*mlx.Array, error) {
 					xa := floatsAs(x, mlx.Float32, m, k)
 					w, s, b := mlx.FromSlice(words, n, k*bits/32), floatsAs(scales, mlx.Float16, n, k/gs), floatsAs(biases, mlx.Float16, n, k/gs)
-					if cur, _ := mlx.CPUKernelsInUse(); cur.Kernels == mlx.KernelsMLX {
-						y := mlx.QuantizedMatmul(xa, w, mlx.AsType(s, mlx.Float32), mlx.AsType(b, mlx.Float32), true, q)
-						return y, y.Err()
-					}
-					p, err := mlx.PackQuantized(w, s, b, q)
-					if err != nil {
-						return nil, err
-					}
-					y := mlx.PackedMatmul(xa, p)
-					return y, y.Err()
+					return stockOrPacked(xa, w, s, b, mlx.AsType(s, mlx.Float32), mlx.AsType(b, mlx.Float32), q)
 				})
 			})
 		}
 	}
+}
+
+// stockOrPacked is MLX's stock quantized matmul of x by w (scales ss, biases
+// sb) when MLX's kernels are in use, else mlxgo's packed kernel on w packed
+// with scales s and biases b: the two sides of a quantized kernel comparison.
+func stockOrPacked(x, w, s, b, ss, sb *mlx.Array, q mlx.Quant) (*mlx.Array, error) {
+	if cur, _ := mlx.CPUKernelsInUse(); cur.Kernels == mlx.KernelsMLX {
+		y := mlx.QuantizedMatmul(x, w, ss, sb, true, q)
+		return y, y.Err()
+	}
+	p, err := mlx.PackQuantized(w, s, b, q)
+	if err != nil {
+		return nil, err
+	}
+	y := mlx.PackedMatmul(x, p)
+	return y, y.Err()
 }
