@@ -150,7 +150,7 @@ def run_server(name: str, cmd: list, health: str, base: str, model: str, prompt:
         # every batch size it meets (a 4-bit batch of 16 did, 26 s of its first tokens), so each
         # engine first decodes at every concurrency unmeasured. The warm-up streams must overlap
         # for the decode batch to reach n rows: mlxgo admits one waiting row per step, so with 4
-        # tokens each a row ended before the 5th joined and a batch of 16 was first met, and
+        # tokens each a row ended before the 5th joined, and a batch of 8 rows was first met, and
         # compiled for (34 s on a 4-bit model), in the measured run; 2n + 4 tokens keep the
         # first row decoding until the last has joined (at most --max-tokens).
         for n in args.concurrency:
