@@ -14,6 +14,7 @@ import (
 	"github.com/mlxgo/mlxgo/gen"
 	"github.com/mlxgo/mlxgo/mlx"
 	"github.com/mlxgo/mlxgo/models"
+	"github.com/mlxgo/mlxgo/server"
 	"github.com/mlxgo/mlxgo/tok"
 )
 
@@ -88,6 +89,7 @@ func (r *generateRun) run(ctx context.Context, model models.Model, t *tok.Tokeni
 		fmt.Fprintf(r.m.Stderr, "model:       %s (%s, %s, %s), loaded in %.2f s\n", r.path, info.ModelType, info.Dtype, info.Quantization, r.loadTime.Seconds())
 		describeAdapters(r.m.Stderr, info)
 		fmt.Fprintf(r.m.Stderr, "runtime:     %s\n", mlx.RuntimeDescription())
+		fmt.Fprintf(r.m.Stderr, "fidelity:    %s\n", server.LogitsFidelity())
 		if r.draft != nil {
 			di := r.draft.model.Info()
 			fmt.Fprintf(r.m.Stderr, "draft:       %s (%s, %s, %s), %d tokens per pass\n", r.draft.path, di.ModelType, di.Dtype, di.Quantization, r.f.numDraft)

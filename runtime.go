@@ -12,9 +12,11 @@ import (
 )
 
 // runtimeUsage is the flags text every model-running command shares.
-const runtimeUsage = `	--kernels mlxgo|mlx       CPU kernels: mlxgo's (vectorized, multi-threaded,
-	                          bit-identical to MLX's) or MLX's own (default
-	                          mlxgo; $MLXGO_KERNELS)
+const runtimeUsage = `	--kernels mlxgo|mlx|fast  CPU kernels: mlxgo's (vectorized, multi-threaded,
+	                          bit-identical to MLX's), MLX's own, or fast:
+	                          mlxgo's with int8 activations in 4- and 8-bit
+	                          matmuls, as llama.cpp (not bit-identical: L3)
+	                          (default mlxgo; $MLXGO_KERNELS)
 	--threads N               threads for the CPU kernels (default: physical
 	                          cores; $MLXGO_THREADS)
 	--dtype float32|float16|bfloat16
@@ -49,8 +51,8 @@ func (r *runtimeFlags) resolve(getenv func(string) string) error {
 	if r.kernels == "" {
 		r.kernels = mlx.KernelsMLXGO
 	}
-	if r.kernels != mlx.KernelsMLXGO && r.kernels != mlx.KernelsMLX {
-		return usagef("--kernels must be %s or %s, not %q", mlx.KernelsMLXGO, mlx.KernelsMLX, r.kernels)
+	if r.kernels != mlx.KernelsMLXGO && r.kernels != mlx.KernelsMLX && r.kernels != mlx.KernelsFast {
+		return usagef("--kernels must be %s, %s or %s, not %q", mlx.KernelsMLXGO, mlx.KernelsMLX, mlx.KernelsFast, r.kernels)
 	}
 	if r.threads < 0 {
 		return usagef("--threads must be positive")

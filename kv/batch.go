@@ -151,7 +151,12 @@ func (b *Batch) Join(caches []Cache) (int, error) {
 func (b *Batch) gone() int { return len(b.removed) - b.Len() }
 
 // Leave takes row i (its index among the rows in the batch) out and returns
-// its caches: growable KVCaches holding exactly the row's tokens.
+// its caches: growable KVCaches holding the row's tokens in buffers of a
+// whole number of steps, as Update grows them. Why whole steps: on a GPU,
+// MLX's cuDNN attention caches its graphs by the keys' strides, and a buffer
+// of exactly the row's length gave the next prefill into the row's
+// prompt-cache entry a stride no graph had, so it built one: 70-100 ms of
+// that request's first token on an H200 (testdata/gpu/results/2026-12-03-h200-ttft/).
 func (b *Batch) Leave(i int) ([]Cache, error) {
 	j := b.slot(i)
 	if j < 0 {
@@ -163,8 +168,9 @@ func (b *Batch) Leave(i int) ([]Cache, error) {
 		v := mlx.Slice(l.values, []int{j, 0, b.pads[j], 0}, []int{j + 1, l.values.Dim(1), l.offset, l.values.Dim(3)})
 		// A copy, not a view: the row's caches may outlive the batch's
 		// buffers by long (a prompt cache), and a view would keep them.
+		n := l.offset - b.pads[j]
 		c := NewKVCache()
-		c.keys, c.values, c.offset = replace(nil, mlx.Contiguous(k)), replace(nil, mlx.Contiguous(v)), l.offset-b.pads[j]
+		c.keys, c.values, c.offset = replace(nil, wholeSteps(k, n)), replace(nil, wholeSteps(v, n)), n
 		out[li] = c
 	}
 	b.removed[j] = true
@@ -240,6 +246,15 @@ func padLeft(x *mlx.Array, n int) *mlx.Array {
 	}
 	z := mlx.Zeros(x.Dtype(), x.Dim(0), x.Dim(1), n, x.Dim(3))
 	return mlx.Concatenate([]*mlx.Array{z, x}, 2)
+}
+
+// wholeSteps is a copy of x's n positions in a buffer of a whole number of
+// steps (zeros after them).
+func wholeSteps(x *mlx.Array, n int) *mlx.Array {
+	if pad := (n+step-1)/step*step - n; pad > 0 {
+		return padRight(x, pad)
+	}
+	return mlx.Contiguous(x)
 }
 
 // padRight is x with n zero positions after its last.

@@ -16,11 +16,22 @@ import "fmt"
 const (
 	KernelsMLX   = "mlx"   // MLX's own CPU kernels
 	KernelsMLXGO = "mlxgo" // mlxgo's, bit-identical to MLX's
+	// KernelsFast is mlxgo's with one inexact kernel: 4- and 8-bit quantized
+	// matmuls quantize their activations to int8 per block of 32 and take
+	// integer dot products (VPDPBUSD where the CPU has AVX-512 VNNI), as
+	// llama.cpp does. Fidelity L3; its error is measured in the README.
+	KernelsFast = "fast"
 )
+
+// kernelModes is each kernel set's mode in the shim.
+var kernelModes = map[string]int32{KernelsMLX: 0, KernelsMLXGO: 1, KernelsFast: 2}
+
+// Exact reports whether the kernels give MLX's bits (every set but fast).
+func (k CPUKernels) Exact() bool { return k.Kernels != KernelsFast }
 
 // CPUKernels describes the CPU kernels in use.
 type CPUKernels struct {
-	Kernels string // KernelsMLX or KernelsMLXGO
+	Kernels string // KernelsMLX, KernelsMLXGO or KernelsFast
 	ISA     string // instruction set of mlxgo's kernels: avx512, avx2 or base
 	Threads int    // threads mlxgo's kernels run on (the caller's included)
 }
@@ -28,10 +39,13 @@ type CPUKernels struct {
 // String is how a composition records the selection, e.g. "mlxgo avx512 x2
 // threads" or "mlx".
 func (k CPUKernels) String() string {
-	if k.Kernels != KernelsMLXGO {
-		return k.Kernels
+	switch k.Kernels {
+	case KernelsMLXGO:
+		return fmt.Sprintf("%s %s x%d threads", k.Kernels, k.ISA, k.Threads)
+	case KernelsFast:
+		return fmt.Sprintf("%s %s x%d threads (int8 activations in 4- and 8-bit matmuls: L3)", k.Kernels, k.ISA, k.Threads)
 	}
-	return fmt.Sprintf("%s %s x%d threads", k.Kernels, k.ISA, k.Threads)
+	return k.Kernels
 }
 
 // RuntimeDescription is "MLX <version>" with the CPU kernels in use, for
@@ -51,13 +65,9 @@ func SetCPUKernels(kernels string, threads int, isa string) error {
 	if !loaded.Load() {
 		return ErrNotLoaded
 	}
-	mode := int32(0)
-	switch kernels {
-	case KernelsMLX:
-	case KernelsMLXGO:
-		mode = 1
-	default:
-		return fmt.Errorf("unknown CPU kernels %q (want %s or %s)", kernels, KernelsMLXGO, KernelsMLX)
+	mode, ok := kernelModes[kernels]
+	if !ok {
+		return fmt.Errorf("unknown CPU kernels %q (want %s, %s or %s)", kernels, KernelsMLXGO, KernelsMLX, KernelsFast)
 	}
 	return check("cpu_kernels_set", fn.cpuKernelsSet(mode, int32(threads), isa))
 }
@@ -73,8 +83,10 @@ func CPUKernelsInUse() (CPUKernels, error) {
 		return CPUKernels{}, err
 	}
 	k := CPUKernels{Kernels: KernelsMLX, ISA: cString(isa), Threads: int(threads)}
-	if mode == 1 {
-		k.Kernels = KernelsMLXGO
+	for name, m := range kernelModes {
+		if m == mode {
+			k.Kernels = name
+		}
 	}
 	return k, nil
 }
@@ -84,7 +96,7 @@ func CPUKernelsInUse() (CPUKernels, error) {
 // the CPU.
 func CPUPacking() bool {
 	k, err := CPUKernelsInUse()
-	if err != nil || k.Kernels != KernelsMLXGO {
+	if err != nil || k.Kernels == KernelsMLX {
 		return false
 	}
 	d, err := DefaultDevice()

@@ -54,6 +54,9 @@ func NewEmbeddings(m *embed.Model, dir, id, runtime string) *Embeddings {
 		"sentence-transformers pipeline (models/embed parity test)"
 	if m.Kind != "bert" {
 		contract = "L1: hidden states bit-identical to mlx-lm's Model.model on the same libmlx, then pooled and normalized"
+		if fastKernels() {
+			contract = "L3: " + fastContract + "; hidden states differ from mlx-lm's Model.model's"
+		}
 	}
 	return &Embeddings{
 		ID: id, Model: m, Matryoshka: m.Kind == "qwen3",

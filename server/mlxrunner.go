@@ -269,6 +269,25 @@ func (r *MLXRunner) keep(tokens []int32, caches []kv.Cache) {
 	r.Cache.put(adapter, tokens[:held], caches)
 }
 
+// LogitsFidelity is the fidelity contract of a language model's logits under
+// the CPU kernels in use: L1, except with --kernels fast on the CPU, whose
+// int8-activation matmuls are not MLX's arithmetic.
+func LogitsFidelity() string {
+	if fastKernels() {
+		return "L3: " + fastContract + "; logits differ from mlx-lm 0.32.2's by the error the README measures"
+	}
+	return "L1: logits bit-identical to mlx-lm 0.32.2 on the same libmlx"
+}
+
+const fastContract = "--kernels fast (int8 activations in 4- and 8-bit quantized matmuls, as llama.cpp)"
+
+// fastKernels reports whether models run on the CPU with --kernels fast.
+func fastKernels() bool {
+	k, err := mlx.CPUKernelsInUse()
+	d, derr := mlx.DefaultDevice()
+	return err == nil && derr == nil && d.Type == mlx.CPU && !k.Exact()
+}
+
 // NewMLXModel describes a loaded model for the server: its limits, EOS ids
 // (the config's and the tokenizer's, as mlx-lm's TokenizerWrapper collects
 // them), the fixed part of its execution composition, and a runner with a
@@ -292,7 +311,7 @@ func NewMLXModel(m models.Model, t *tok.Tokenizer, id, runtime string, cacheByte
 			ModelRuntime:     fmt.Sprintf("%s, %s", runtime, mlx.RuntimeDescription()),
 			WeightScheme:     weightScheme(info),
 			KVScheme:         kvScheme(info, layerCaches(m, kv.Options{})),
-			FidelityContract: "L1: logits bit-identical to mlx-lm 0.32.2 on the same libmlx",
+			FidelityContract: LogitsFidelity(),
 		},
 		Runner:   r,
 		Adapters: adaptersOf(info),

@@ -8,7 +8,10 @@
 // dot-product attention on the CPU is MLX's composition of ops, rebuilt here
 // op for op with our matmul. Anything else, any device but the CPU, and any
 // case our kernels do not cover keeps MLX's own node.
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <cstring>
 #include <mutex>
 
@@ -26,7 +29,7 @@ namespace mlxgo::cpu {
 
 namespace {
 
-std::atomic<int> g_mode{0};  // 0: MLX's kernels, 1: ours
+std::atomic<int> g_mode{0};  // 0: MLX's kernels, 1: ours, 2: ours with the int8-activation matmul (L3)
 std::atomic<const Isa*> g_isa{nullptr};
 
 const Isa* best_isa() {
@@ -48,7 +51,18 @@ const Isa* isa() {
   return p;
 }
 
-bool on() { return g_mode.load(std::memory_order_relaxed) == 1; }
+bool on() { return g_mode.load(std::memory_order_relaxed) != 0; }
+
+bool fast() { return g_mode.load(std::memory_order_relaxed) == 2; }
+
+// The --kernels fast matmul of this ISA: the VNNI one where the CPU has it.
+auto fast_kernel(const Isa* k) {
+  static const bool vnni = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512vnni") != 0;
+  }();
+  return vnni && k->qmm_fast_vnni ? k->qmm_fast_vnni : k->qmm_fast;
+}
 
 }  // namespace
 
@@ -271,6 +285,70 @@ struct Qmm {
 
 // ---- packed weights ----
 
+// quantize_rows is FastQmmJob's x: per row, each block of 32 values as int8
+// (d = max|x| / 127, q = round(x / d), ties away from zero as llama.cpp's
+// roundf; a block with a NaN or an infinity gets d = NaN, so its outputs are
+// NaN, where MLX's would be NaN or infinite), the block scales, and each
+// group's sum of x in order.
+void quantize_rows(const float* x, int M, int K, int bits, int gs, std::vector<uint32_t>& xq, std::vector<float>& xd,
+                   std::vector<float>& xs) {
+  xq.assign(size_t(M) * K / 4, 0);
+  xd.assign(size_t(M) * K / 32, 0.0f);
+  xs.assign(size_t(M) * (K / gs), 0.0f);
+  // Where value i of a block of 8 goes: 4-bit words pair values 0,2,4,6 and 1,3,5,7.
+  static constexpr int perm4[8] = {0, 4, 1, 5, 2, 6, 3, 7};
+  for (int m = 0; m < M; m++) {
+    const float* r = x + size_t(m) * K;
+    int8_t* q = reinterpret_cast<int8_t*>(xq.data() + size_t(m) * K / 4);
+    for (int b = 0; b < K / 32; b++) {
+      const float* v = r + b * 32;
+      float amax = 0.0f;
+      bool finite = true;
+      for (int i = 0; i < 32; i++) {
+        finite = finite && std::isfinite(v[i]);
+        amax = std::max(amax, std::fabs(v[i]));
+      }
+      const float d = finite ? amax / 127.0f : std::numeric_limits<float>::quiet_NaN();
+      xd[size_t(m) * (K / 32) + b] = d;
+      const float id = finite && d != 0.0f ? 1.0f / d : 0.0f;
+      for (int i = 0; i < 32; i++) {
+        const int qi = int(std::roundf(v[i] * id));
+        const int at = bits == 4 ? (i / 8) * 8 + perm4[i % 8] : i;
+        q[b * 32 + at] = int8_t(std::clamp(qi, -127, 127));
+      }
+    }
+    for (int g = 0; g < K / gs; g++) {
+      float sum = 0.0f;
+      for (int i = 0; i < gs; i++) sum += r[g * gs + i];
+      xs[size_t(m) * (K / gs) + g] = sum;
+    }
+  }
+}
+
+void run_fast_qmm(const float* x, int M, int K, mx::array& out, const mx::array& packed, const PackedLayout& p,
+                  Dt dt) {
+  const Isa* k = isa();
+  thread_local std::vector<uint32_t> xq;
+  thread_local std::vector<float> xd, xs;
+  quantize_rows(x, M, K, p.bits, p.group_size, xq, xd, xs);
+  FastQmmJob j{};
+  j.dt = dt;
+  j.sdt = p.dt;
+  j.bits = p.bits;
+  j.group_size = p.group_size;
+  j.M = M;
+  j.N = p.N;
+  j.K = K;
+  j.xq = xq.data();
+  j.xd = xd.data();
+  j.xs = xs.data();
+  j.packed = packed.data<uint8_t>();
+  j.out = out.data<uint8_t>();
+  const auto kern = fast_kernel(k);
+  const int tiles = (p.N + k->tile_n - 1) / k->tile_n;
+  parallel(1, tiles, M, int64_t(M) * p.N * K, [&](int, int t0, int t1, int m0, int m1) { kern(j, t0, t1, m0, m1); });
+}
+
 void run_packed_qmm(const mx::array& x, const mx::array& packed, mx::array& out, const PackedLayout& p) {
   const Isa* k = isa();
   const int K = x.shape(-1);
@@ -280,6 +358,10 @@ void run_packed_qmm(const mx::array& x, const mx::array& packed, mx::array& out,
   std::vector<float> xf(dt == F32 ? 0 : x.size());
   if (dt != F32)
     for (size_t i = 0; i < x.size(); i++) to_float(xc.ptr, x.dtype(), int64_t(i), &xf[i]);
+  if (fast() && (p.bits == 4 || p.bits == 8) && p.group_size % 32 == 0 && K % 32 == 0) {
+    run_fast_qmm(dt == F32 ? reinterpret_cast<const float*>(xc.ptr) : xf.data(), int(M), K, out, packed, p, dt);
+    return;
+  }
   QmmJob j{};
   j.dt = dt;
   j.sdt = p.dt;
@@ -663,7 +745,7 @@ extern "C" {
 
 int mlxgo_cpu_kernels_set(int mode, int threads, const char* isa_name) {
   MLXGO_ANY_THREAD_BEGIN
-  if (mode != 0 && mode != 1) throw shim::ArgError("kernels mode must be 0 (mlx) or 1 (mlxgo)");
+  if (mode < 0 || mode > 2) throw shim::ArgError("kernels mode must be 0 (mlx), 1 (mlxgo) or 2 (fast)");
   const kc::Isa* want = kc::best_isa();
   std::string name = shim::str(isa_name);
   if (!name.empty()) {

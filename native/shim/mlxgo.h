@@ -222,7 +222,7 @@ MLXGO_API int mlxgo_set_wired_limit(size_t limit, size_t* previous);
 MLXGO_API int mlxgo_clear_cache(void);
 
 /* ---- kernels.cpp: mlxgo's CPU kernels (bit-identical to MLX's) ---- */
-/* mode 0: MLX's kernels, 1: mlxgo's; threads >= 1; isa "" (best for this CPU), "avx512", "avx2" or "base".
+/* mode 0: MLX's kernels, 1: mlxgo's, 2: mlxgo's with the int8-activation quantized matmul (L3); threads >= 1; isa "" (best for this CPU), "avx512", "avx2" or "base".
  * Applies to graphs built afterwards. */
 MLXGO_API int mlxgo_cpu_kernels_set(int mode, int threads, const char* isa);
 /* isa points to a static string. */

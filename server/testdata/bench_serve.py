@@ -195,6 +195,7 @@ def main() -> int:
     p.add_argument("--prompt-tokens", type=int, default=64)
     p.add_argument("--batch", type=int, default=16, help="mlxgo --batch and mlx_lm --decode-concurrency")
     p.add_argument("--concurrency", type=int, nargs="+", default=[4, 16])
+    p.add_argument("--mlxgo-flags", default="", help="more flags for mlxgo serve (e.g. --prompt-cache-bytes 0)")
     p.add_argument("--json")
     p.add_argument("--server-logs", default=None,
                    help="directory for each server's stderr (default: a temporary one)")
@@ -206,7 +207,7 @@ def main() -> int:
 
     def mlxgo_cmd(port):
         return [args.mlxgo, "serve", "-m", model, "--port", str(port), "--batch", str(args.batch),
-                "--max-tokens", str(args.max_tokens)]
+                "--max-tokens", str(args.max_tokens)] + shlex.split(args.mlxgo_flags)
 
     def mlxlm_cmd(port):
         return [sys.executable, "-m", "mlx_lm.server", "--model", model, "--port", str(port),
@@ -242,6 +243,7 @@ def main() -> int:
     }
     report = {"machine": machine(), "versions": versions(), "model": model, "rounds": args.rounds,
               "max_tokens": args.max_tokens, "prompt_tokens": args.prompt_tokens, "batch": args.batch,
+              "mlxgo_flags": args.mlxgo_flags,
               "summary": summary, "generate_decode_tps": gen_decode, "goals": goals, "raw": rows}
     text = json.dumps(report, indent=1)
     print(text)

@@ -8,7 +8,8 @@
 #   verify   mlxgo verify-native on the GPU
 #   l1       the L1 suite's tiny models: mlx-lm's logits on the GPU (logits.py --suite),
 #            then mlxgo's TestL1 against them (models.test), MLX_ENABLE_TF32=0 in both
-#            (L1_ORACLE_FLAGS=--no-checks skips the oracle's rerun and no-compile runs)
+#            (L1_ORACLE_FLAGS=--no-checks skips the oracle's rerun and no-compile runs;
+#            L1_SHARDS=N runs N oracle processes at once)
 #   l1cases  only the L1 cases L1_CASES names ("model:prompt_len ..."), models carried in .gpu/p2/oracle
 #   big1b    only make the Llama-3.2-1B-shaped models (bench1b makes them too)
 #   bench1b  mlxgo generate vs mlx-lm, alternating (bench.py), Llama-3.2-1B shape bf16 + q4g64
@@ -18,6 +19,7 @@
 #            BatchGenerator), N concurrent 512-token streams (server/testdata/bench_serve.py):
 #            SERVE_SHAPES (default "llama1b-bf16:16 llama1b-bf16:64 llama8b-bf16:16"); each
 #            server's stderr in out/serve-logs-* (MLXGO_TRACE_STEPS=1: a line per step)
+#   ttft     serve's time to first token at concurrency 1, with and without mlxgo's prompt cache
 #   hostcost the host's share of a decode step on the 1B shape (models.test benchmarks):
 #            building one step's graph, and decode with and without pipelining; the
 #            same three loops for mlx-lm (hostcost_mlxlm.py)
@@ -88,26 +90,49 @@ stage_l1() {
 	# on a fresh machine, and the whole suite (with its rerun and no-compile checks) takes
 	# longer than one device call; the cases made by then are compared, and said to be partial.
 	# A second l1 call on the warm machine goes on from where the first one's oracle stopped.
-	{ [ -d "$MLXGO_ORACLE_DIR/models" ] || "$PY" models/testdata/oracle/make_tiny.py; } >> "$OUT/l1-oracle.txt" 2>&1 &&
+	# L1_SHARDS=N runs the oracle as N processes at once (logits.py --shard): MLX compiles
+	# each kernel with NVRTC on one CPU core, and the machine has 16. Each shard keeps its
+	# own PTX cache (MLX writes cache files in place, so two processes compiling the same
+	# kernel could read each other's half-written file); they are merged for TestL1 after.
+	{ [ -d "$MLXGO_ORACLE_DIR/models" ] || "$PY" models/testdata/oracle/make_tiny.py; } >> "$OUT/l1-oracle.txt" 2>&1 || return 1
+	local rc i n=${L1_SHARDS:-1} idx=$MLXGO_ORACLE_DIR/cases
+	if [ "$n" -gt 1 ]; then
+		mkdir -p "$W/ptx/merged"
+		for i in $(seq 0 $((n - 1))); do
+			mkdir -p "$W/ptx/shard-$i" && cp -rn "$W/ptx/merged/." "$W/ptx/shard-$i/"
+			MLX_PTX_CACHE_DIR=$W/ptx/shard-$i timeout "${L1_ORACLE_TIMEOUT:-100000}" "$PY" models/testdata/oracle/logits.py \
+				--suite --resume --shard "$i/$n" ${L1_ORACLE_FLAGS:-} >> "$OUT/l1-oracle-$i.txt" 2>&1 &
+		done
+		wait
+		for i in $(seq 0 $((n - 1))); do cp -rn "$W/ptx/shard-$i/." "$W/ptx/merged/"; tail -2 "$OUT/l1-oracle-$i.txt"; done
+		export MLX_PTX_CACHE_DIR=$W/ptx/merged
+		"$PY" models/testdata/oracle/logits.py --merge-shards "$n" >> "$OUT/l1-oracle.txt" 2>&1
+		rc=$?
+		tail -1 "$OUT/l1-oracle.txt"
+		[ $rc = 3 ] && echo "l1: PARTIAL: a shard ran out of time; comparing the cases made" | tee -a "$OUT/summary.txt"
+		[ $rc = 3 ] || [ $rc = 0 ] || return $rc
+	else
 		timeout "${L1_ORACLE_TIMEOUT:-100000}" "$PY" models/testdata/oracle/logits.py --suite --resume ${L1_ORACLE_FLAGS:-} >> "$OUT/l1-oracle.txt" 2>&1
-	local rc=$? idx=$MLXGO_ORACLE_DIR/cases
-	tail -5 "$OUT/l1-oracle.txt"
-	if [ $rc = 124 ] && [ -f "$idx/index.partial.json" ]; then
-		cp "$idx/index.partial.json" "$idx/index.json"
-		echo "l1: PARTIAL: the oracle ran out of time; comparing the $(grep -o '"file"' "$idx/index.json" | wc -l) cases it made" | tee -a "$OUT/summary.txt"
-	elif [ $rc != 0 ]; then
-		return $rc
+		rc=$?
+		tail -5 "$OUT/l1-oracle.txt"
+		if [ $rc = 124 ] && [ -f "$idx/index.partial.json" ]; then
+			cp "$idx/index.partial.json" "$idx/index.json"
+			echo "l1: PARTIAL: the oracle ran out of time; comparing the $(grep -o '"file"' "$idx/index.json" | wc -l) cases it made" | tee -a "$OUT/summary.txt"
+		elif [ $rc != 0 ]; then
+			return $rc
+		fi
 	fi
 	(cd models && MLXGO_NATIVE_DIR=$PACK "$W/bin/models.test" -test.run '^TestL1$' -test.v -test.count=1) > "$OUT/l1.txt" 2>&1
 	rc=$?
 	grep -E '^(---|===|ok|FAIL|PASS)|max abs|differ' "$OUT/l1.txt" | grep -v '=== RUN' | tail -60
-	keep "$OUT/l1.txt" "$OUT/l1-oracle.txt"
+	keep "$OUT/l1.txt" "$OUT/l1-oracle"*.txt
 	return $rc
 }
 
 stage_l1cases() {
 	# A few L1 cases only (L1_CASES, each "model:prompt_len"), their tiny models carried in
 	# .gpu/p2/oracle/models (make gpu-check L1_CARRY="..."): for a device budget too short for the suite.
+	# L1_ORACLE_FLAGS (default --no-checks; empty: the oracle's rerun and no-compile checks too).
 	export MLXGO_ORACLE_DEVICE=gpu
 	local c m n
 	mkdir -p "$MLXGO_ORACLE_DIR/models"
@@ -115,7 +140,7 @@ stage_l1cases() {
 	for c in ${L1_CASES:-}; do
 		m=${c%%:*} n=${c##*:}
 		timeout "${L1_CASE_TIMEOUT:-150}" "$PY" models/testdata/oracle/logits.py --model "$MLXGO_ORACLE_DIR/models/$m" \
-			--case "$m" --prompt-len "$n" --no-checks >> "$OUT/l1-oracle.txt" 2>&1
+			--case "$m" --prompt-len "$n" ${L1_ORACLE_FLAGS---no-checks} >> "$OUT/l1-oracle.txt" 2>&1
 		echo "oracle $m: rc=$?"
 	done
 	(cd models && MLXGO_NATIVE_DIR=$PACK "$W/bin/models.test" -test.run '^TestL1$' -test.v -test.count=1) > "$OUT/l1.txt" 2>&1
@@ -166,6 +191,24 @@ stage_benchserve() {
 		echo "serve $m --batch $b: rc=$?"
 		grep -E '^  (mlxgo|mlx_lm|generate):' "$OUT/serve-$m-b$b.txt"
 		keep "$OUT/serve-$m-b$b.json" "$OUT/serve-$m-b$b.txt"
+	done
+}
+
+stage_ttft() {
+	# serve's time to first token at concurrency 1 (TTFT_SHAPE, default the 4-bit 1B), 3
+	# alternating rounds, with mlxgo's prompt cache (a 3-token hit: bench_serve numbers every
+	# prompt) and without it (--prompt-cache-bytes 0), a line per batch step in the logs.
+	export MLXGO_NATIVE_DIR=$PACK MLXGO_TRACE_STEPS=1
+	local m=${TTFT_SHAPE:-llama1b-q4g64} tag flags
+	[ -d "$W/big/$m" ] || { log "ttft: $m not made (run big1b first)"; return 1; }
+	for tag in cache nocache; do
+		flags=""; [ $tag = nocache ] && flags="--prompt-cache-bytes 0"
+		"$PY" server/testdata/bench_serve.py --model "$W/big/$m" --mlxgo "$W/bin/mlxgo" --rounds 3 \
+			--max-tokens 32 --prompt-tokens 512 --batch 16 --concurrency 1 --mlxgo-flags "$flags" \
+			--json "$OUT/ttft-$m-$tag.json" --server-logs "$OUT/ttft-logs-$m-$tag" > "$OUT/ttft-$m-$tag.txt" 2>&1
+		echo "ttft $m $tag: rc=$?"
+		grep -E '^  (mlxgo|mlx_lm):' "$OUT/ttft-$m-$tag.txt"
+		keep "$OUT/ttft-$m-$tag.json" "$OUT/ttft-$m-$tag.txt"
 	done
 }
 

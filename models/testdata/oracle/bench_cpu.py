@@ -9,6 +9,7 @@ Engines
              prompt's token ids go to eval() in one call (prefill), then greedy
              (argmax of the last logits) one token per eval() (decode), EOS ignored.
   mlxgo-mlx  mlxgo with --kernels mlx (MLX's own scalar kernels), fewer rounds.
+  mlxgo-fast mlxgo with --kernels fast (int8 activations in 4-/8-bit matmuls: L3), in the same rounds.
 
 Files: SmolLM2-135M-Instruct Q4_1 (make data-smollm2) and a Q8_0 made from it by
 llama.cpp's own quantize (llama_model_quantize, allow_requantize; cached in
@@ -492,12 +493,15 @@ def main() -> int:
         "mlxgo": lambda f, p, i, n: run_mlxgo(mlxgo, f, p, n),
         "llama.cpp": lambda f, p, i, n: run_llama(f, i, n, threads),
     }
-    runs = {q: {e: [] for e in list(engines) + ["mlxgo-mlx"]} for q in files}
+    # --kernels fast (int8 activations, L3) takes its turn in the same rounds;
+    # the 4096-token prefill and serve rows stay the exact kernels'.
+    short = dict(engines, **{"mlxgo-fast": lambda f, p, i, n: run_mlxgo(mlxgo, f, p, n, ["--kernels", "fast"])})
+    runs = {q: {e: [] for e in list(short) + ["mlxgo-mlx"]} for q in files}
     for r in range(args.rounds):
-        order = list(engines) if r % 2 == 0 else list(engines)[::-1]
+        order = list(short) if r % 2 == 0 else list(short)[::-1]
         for q, f in files.items():
             for e in order:
-                res = measured(lambda: engines[e](f, prompt, ids, args.max_tokens), args.retries)
+                res = measured(lambda: short[e](f, prompt, ids, args.max_tokens), args.retries)
                 runs[q][e].append(res)
                 log(f"round {r + 1}/{args.rounds} {q} {e}: {brief(res)}")
     for r in range(args.mlx_rounds):
@@ -538,11 +542,11 @@ def main() -> int:
                 m["ceiling_tps"] = ceiling_bw / m["bytes_per_token"]
                 m["fraction_of_ceiling"] = m["decode_tps"] / m["ceiling_tps"]
             medians[q][e] = m
-    ratios = {}
-    for q in files:
-        a, b = medians[q]["mlxgo"], medians[q]["llama.cpp"]
-        ratios[q] = {k: (a[k] / b[k]) if a.get(k) and b.get(k) else None
-                     for k in ["prefill_tps", "decode_tps", "ttft_s", "cores_busy", "fraction_of_ceiling"]}
+    def ratio_of(a, b):
+        return {k: (a[k] / b[k]) if a.get(k) and b.get(k) else None
+                for k in ["prefill_tps", "decode_tps", "ttft_s", "cores_busy", "fraction_of_ceiling"]}
+    ratios = {q: ratio_of(medians[q]["mlxgo"], medians[q]["llama.cpp"]) for q in files}
+    fast_ratios = {q: ratio_of(medians[q]["mlxgo-fast"], medians[q]["llama.cpp"]) for q in files}
     long_med = {e: {k: median(rows, k) for k in ["prefill_tps", "ttft_s", "cores_busy", "others_cores",
                                                  "prompt_tokens"]}
                 for e, rows in long_runs.items()}
@@ -563,6 +567,8 @@ def main() -> int:
         "prefill_Q8_0_ge_0.5x": ratios["Q8_0"]["prefill_tps"],
         "ttft_Q4_1_le_2x": ratios["Q4_1"]["ttft_s"],
         f"serve_batch{args.serve_batch}_aggregate_over_single_ge_3x": serve_med.get("aggregate_over_single"),
+        "fast_decode_Q4_1": fast_ratios["Q4_1"]["decode_tps"],
+        "fast_decode_Q8_0": fast_ratios["Q8_0"]["decode_tps"],
     }
 
     load_end = os.getloadavg()
@@ -596,9 +602,9 @@ def main() -> int:
     out.append(hdr)
     out.append("-" * len(hdr))
     for q in files:
-        for e in ["mlxgo", "llama.cpp", "mlxgo-mlx"]:
+        for e in ["mlxgo", "llama.cpp", "mlxgo-fast", "mlxgo-mlx"]:
             m = medians[q][e]
-            label = "mlxgo(mlx)" if e == "mlxgo-mlx" else e
+            label = {"mlxgo-mlx": "mlxgo(mlx)", "mlxgo-fast": "mlxgo(fast)"}.get(e, e)
             frac = m.get("fraction_of_ceiling")
             out.append(f"{q:5} {label:10} {fmt(m['prefill_tps']):>13} {fmt(m['decode_tps']):>12} "
                        f"{fmt(m['ttft_s'], '.3f'):>7} {fmt(m['cores_busy'], '.2f'):>5} "
@@ -608,6 +614,9 @@ def main() -> int:
         out.append(f"{q:5} {'ratio':10} {fmt(rt['prefill_tps'], '.2f') + 'x':>13} "
                    f"{fmt(rt['decode_tps'], '.2f') + 'x':>12} {fmt(rt['ttft_s'], '.2f') + 'x':>7} "
                    f"{fmt(rt['cores_busy'], '.2f') + 'x':>5} {'':>13} {fmt(rt['fraction_of_ceiling'], '.2f') + 'x':>10}")
+        ft = fast_ratios[q]
+        out.append(f"{q:5} {'fast/llama':10} {fmt(ft['prefill_tps'], '.2f') + 'x':>13} "
+                   f"{fmt(ft['decode_tps'], '.2f') + 'x':>12} {fmt(ft['ttft_s'], '.2f') + 'x':>7}")
         out.append("")
     out.append(f"prefill at {args.long_prompt} tokens (Q4_1, {args.long_rounds} round(s)): "
                f"mlxgo {fmt(long_med['mlxgo']['prefill_tps'])} tok/s (TTFT {fmt(long_med['mlxgo']['ttft_s'], '.2f')} s), "
@@ -627,7 +636,7 @@ def main() -> int:
               "context_length": n_ctx_train, "threads": threads, "bandwidth": bw,
               "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
               "prompt_ids_sha": __import__("hashlib").sha256(json.dumps(ids).encode()).hexdigest(),
-              "medians": medians, "ratios_mlxgo_over_llama": ratios,
+              "medians": medians, "ratios_mlxgo_over_llama": ratios, "ratios_fast_over_llama": fast_ratios,
               "long_prefill": {"medians": long_med, "ratio_mlxgo_over_llama": long_ratio, "runs": long_runs},
               "serve": {"medians": serve_med, "runs": serve_runs},
               "acceptance": acceptance, "table": table, "runs": runs}

@@ -256,6 +256,25 @@ def update_index(out: Path, entries: dict) -> None:
     write_json(path, {"format": "mlxgo-oracle-v1", "versions": versions(), "cases": cases})
 
 
+def merge_shards(out: Path, n: int) -> int:
+    """Joins the suite's shards (--shard I/N) into index.json. Exit status 3
+    when a shard is missing or did not finish (its time ran out): index.json
+    then holds the cases made, and the caller says the comparison is partial."""
+    cases, complete = {}, True
+    for i in range(n):
+        p = out / f"index.partial-{i}.json"
+        if not p.exists():
+            complete = False
+            continue
+        shard = json.loads(p.read_text())
+        cases.update(shard["cases"])
+        complete = complete and shard.get("complete", False)
+    write_json(out / "index.json", {"format": "mlxgo-oracle-v1", "versions": versions(), "cases": cases})
+    print(f"logits: {len(cases)} cases from {n} shards{'' if complete else ' (PARTIAL: a shard did not finish)'}",
+          file=sys.stderr)
+    return 0 if complete else 3
+
+
 def vocab_size(config: dict) -> int:
     """A multimodal wrapper's (mistral3) vocabulary is its text_config's."""
     return config.get("vocab_size") or config["text_config"]["vocab_size"]
@@ -358,20 +377,27 @@ def main() -> int:
     ap.add_argument("--no-checks", action="store_true", help="skip the rerun and no-compile comparisons")
     ap.add_argument("--resume", action="store_true",
                     help="with --suite: keep the cases an earlier, stopped run left in index.partial.json")
+    ap.add_argument("--shard", help="with --suite: I/N, only the cases at positions I mod N, into "
+                    "index.partial-I.json (a GPU machine runs N at once: MLX's JIT compiles on one core each)")
+    ap.add_argument("--merge-shards", type=int, metavar="N",
+                    help="join the N shards' index.partial-I.json into index.json and exit")
     args = ap.parse_args()
+    if args.merge_shards:
+        return merge_shards(args.out, args.merge_shards)
     mx.set_default_device(oracle_device())
 
     if args.suite:
         models = oracle_dir() / "models"
         entries = {}
-        partial = args.out / "index.partial.json"
+        shard, nshards = (int(x) for x in args.shard.split("/")) if args.shard else (0, 1)
+        partial = args.out / (f"index.partial-{shard}.json" if args.shard else "index.partial.json")
         if args.resume and partial.exists():
             # A GPU call's time can end mid-suite (testdata/gpu/run.sh l1): the next call
             # goes on from the cases already made rather than making them again.
             entries = json.loads(partial.read_text())["cases"]
             print(f"logits: resuming after {len(entries)} cases", file=sys.stderr)
-        for case, spec in suite_cases(models).items():
-            if case in entries:
+        for i, (case, spec) in enumerate(suite_cases(models).items()):
+            if case in entries or i % nshards != shard:
                 continue
             spec = dict(spec)
             model_dir = models / spec.pop("model")
@@ -389,13 +415,16 @@ def main() -> int:
             # The entries so far, for a GPU run whose time ends before the suite does
             # (testdata/gpu/run.sh l1 then compares the cases made); index.json itself is
             # written only when every case is, so a CPU test never reads a partial suite.
-            write_json(args.out / "index.partial.json", {"format": "mlxgo-oracle-v1", "versions": versions(),
-                                                         "cases": entries})
+            write_json(partial, {"format": "mlxgo-oracle-v1", "versions": versions(), "cases": entries})
             e = entries[case]
             print(f"logits: {case}: {e['logits_dtype']} chunks={e['prefill_chunks']} "
                   f"rerun={e.get('rerun_max_abs_diff')} no_compile={e.get('no_compile_max_abs_diff')}",
                   file=sys.stderr)
-        update_index(args.out, entries)
+        if args.shard:
+            write_json(partial, {"format": "mlxgo-oracle-v1", "versions": versions(), "cases": entries,
+                                 "complete": True})
+        else:
+            update_index(args.out, entries)
         return 0
     if not args.model or not args.case:
         ap.error("--model and --case are required without --suite")

@@ -69,6 +69,28 @@ struct QmmJob {
   uint64_t call;          // unique per call (kernels.cpp's next_call), or 0: lets a thread reuse its copy of x across tiles
 };
 
+// The opt-in quantized matmul of `--kernels fast` (fidelity L3: not MLX's
+// arithmetic), for 4- and 8-bit packed weights. x is quantized per block of
+// 32 values to int8 (d = max|x| / 127, q = round(x / d); a block holding a
+// NaN or an infinity gets d = NaN), each block's dot product with the
+// weight's integers is exact in int32, and per output, over the groups g in
+// order and their blocks b in order:
+//   acc = fma(float(isum_b), S_g * d_b, acc), then acc = fma(B_g, xsum_g, acc)
+// (S_g, B_g: the group's scale and bias as floats; xsum_g: the sum of the
+// group's x in float, in order), rounded once to the output dtype. Every
+// instruction set does exactly these operations, so their results agree
+// bitwise; the difference from MLX's is x's quantization error.
+struct FastQmmJob {
+  Dt dt, sdt;  // output dtype; dtype of the stored scales and biases
+  int bits, group_size;
+  int M, N, K;
+  const uint32_t* xq;  // [M][K/4]: int8 x, four to a word; for 4 bits each 8 values are stored 0,2,4,6,1,3,5,7
+  const float* xd;     // [M][K/32] block scales d
+  const float* xs;     // [M][K/group_size] group sums of x
+  const uint8_t* packed;
+  void* out;           // [M][N] in dt
+};
+
 // One dense matmul over one batch element, out[M][N] = a[M][K] @ b[K][N],
 // with MLX's epilogue (see Sem).
 enum class Sem : int {
@@ -116,6 +138,10 @@ struct Isa {
   void (*round)(Dt dt, const float* in, float* out, size_t n);
   void (*store)(Dt dt, const float* in, void* out, size_t n);
   void (*exp)(const float* in, float* out, size_t n);
+  // --kernels fast (see FastQmmJob): the portable kernel, and the one that
+  // needs AVX-512 VNNI (nullptr on the other instruction sets).
+  void (*qmm_fast)(const FastQmmJob& j, int tile0, int tile1, int m0, int m1);
+  void (*qmm_fast_vnni)(const FastQmmJob& j, int tile0, int tile1, int m0, int m1);
 };
 
 const Isa* isa_avx512();
