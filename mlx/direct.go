@@ -392,6 +392,11 @@ func bindDirect(ptr any, addr uintptr) bool {
 			r, _, _ := purego.SyscallN(addr, uintptr(a0), uintptr(a1), uintptr(a2), uintptr(a3), uintptr(a4), uintptr(a5), uintptr(a6), uintptr(unsafe.Pointer(c7)), uintptr(unsafe.Pointer(a8)))
 			return int32(r)
 		}
+	case *func(uintptr, uintptr, uintptr, uintptr, uintptr, uintptr, *uintptr, int32) int32:
+		*p = func(a0 uintptr, a1 uintptr, a2 uintptr, a3 uintptr, a4 uintptr, a5 uintptr, a6 *uintptr, a7 int32) int32 {
+			r, _, _ := purego.SyscallN(addr, uintptr(a0), uintptr(a1), uintptr(a2), uintptr(a3), uintptr(a4), uintptr(a5), uintptr(unsafe.Pointer(a6)), uintptr(a7))
+			return int32(r)
+		}
 	case *func(uintptr, uintptr, uintptr, uintptr, uintptr, uintptr, int32, int32, int32, string, int32, *uintptr) int32:
 		*p = func(a0 uintptr, a1 uintptr, a2 uintptr, a3 uintptr, a4 uintptr, a5 uintptr, a6 int32, a7 int32, a8 int32, a9 string, a10 int32, a11 *uintptr) int32 {
 			c9 := toC(a9)

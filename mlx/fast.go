@@ -74,6 +74,27 @@ func GeGLU(gate, x *Array) *Array {
 	return c.do(func(out *uintptr) int32 { return fn.geglu(hg, hx, out) })
 }
 
+// ComputeG is mlx-lm's gated_delta.py compute_g, exp(-exp(float32(aLog)) *
+// softplus(a + dtBias)) with softplus MLX's logaddexp(x, 0), compiled on a
+// GPU as mlx-lm's is (models/nn uses it there; on the CPU it builds the same
+// bits from ops).
+func ComputeG(aLog, a, dtBias *Array) *Array {
+	c := begin("compute_g")
+	hl, ha, hd := c.in(aLog), c.in(a), c.in(dtBias)
+	return c.do(func(out *uintptr) int32 { return fn.computeG(hl, ha, hd, out) })
+}
+
+// GatedDeltaStep is mlx-lm's _gated_delta_step_ops with a scalar gate per
+// head and no mask (q, k [B, H, Dk], v [B, H, Dv], g and beta [B, H], state
+// [B, H, Dv, Dk]): y in q's dtype and the new state, compiled on a GPU as
+// mlx-lm's is.
+func GatedDeltaStep(q, k, v, g, beta, state *Array) (y, newState *Array) {
+	c := begin("gated_delta_step")
+	h := c.ins([]*Array{q, k, v, g, beta, state})
+	out := c.many(2, func(out *uintptr) int32 { return fn.deltaStep(h[0], h[1], h[2], h[3], h[4], h[5], out, 2) })
+	return out[0], out[1]
+}
+
 // LogitSoftcap is mlx-lm's logit_softcap, tanh(x / softcap) * softcap with
 // softcap in x's dtype (a weak scalar); compiled on a GPU, as mlx-lm's is.
 func LogitSoftcap(x *Array, softcap float32) *Array {

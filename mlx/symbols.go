@@ -101,6 +101,8 @@ var fn struct {
 	geluApprox  func(x uintptr, out *uintptr) int32
 	swiglu      func(gate, x uintptr, out *uintptr) int32
 	geglu       func(gate, x uintptr, out *uintptr) int32
+	computeG    func(aLog, a, dtBias uintptr, out *uintptr) int32
+	deltaStep   func(q, k, v, g, beta, state uintptr, out *uintptr, cap int32) int32
 	softcap     func(x uintptr, softcap *float32, out *uintptr) int32
 	rmsNorm     func(x, w uintptr, eps *float32, out *uintptr) int32
 	layerNorm   func(x, w, b uintptr, eps *float32, out *uintptr) int32
@@ -267,6 +269,8 @@ func symbols() []symbol {
 		{"mlxgo_gelu_approx", &fn.geluApprox},
 		{"mlxgo_swiglu", &fn.swiglu},
 		{"mlxgo_geglu", &fn.geglu},
+		{"mlxgo_compute_g", &fn.computeG},
+		{"mlxgo_gated_delta_step", &fn.deltaStep},
 		{"mlxgo_logit_softcap", &fn.softcap},
 		{"mlxgo_fast_rms_norm", &fn.rmsNorm},
 		{"mlxgo_fast_layer_norm", &fn.layerNorm},

@@ -8,11 +8,13 @@ import (
 
 // This file is mlx_lm/models/gated_delta.py of mlx-lm 0.32.2, the Gated
 // DeltaNet recurrence of qwen3_next and qwen3_5's linear-attention layers,
-// on the path mlx-lm takes on the CPU: gated_delta_update goes to
+// on the path mlx-lm takes without Metal: gated_delta_update goes to
 // gated_delta_ops (the Metal kernels need a GPU with Metal), a loop over the
 // tokens of _gated_delta_step_ops. mlx-lm wraps compute_g and the step in
 // mx.compile; on the CPU the compiled graph computes the same bits as its
-// ops one by one (the oracle's no_compile check), so they run as ops here.
+// ops one by one (the oracle's no_compile check), so they run as ops here,
+// and on a GPU, where MLX's fused kernels round float32 differently, they
+// are compiled as mlx-lm's are (mlx.ComputeG, mlx.GatedDeltaStep).
 
 // NormalizeQK is normalize_qk: q and k RMS-normalized without weight, the
 // readout scale invScale² folded into q and invScale into k; eps (added to
@@ -41,6 +43,9 @@ func GatedDeltaUpdate(q, k, v, a, b, aLog, dtBias, state *mlx.Array) (y, newStat
 
 // computeG is compute_g: exp(-exp(float32(A_log)) * softplus(a + dt_bias)).
 func computeG(aLog, a, dtBias *mlx.Array) *mlx.Array {
+	if onGPU() {
+		return mlx.ComputeG(aLog, a, dtBias)
+	}
 	decay := mlx.Negative(mlx.Exp(mlx.AsType(aLog, mlx.Float32)))
 	return mlx.Exp(mlx.Multiply(decay, softplus(mlx.Add(a, dtBias))))
 }
@@ -86,6 +91,9 @@ func at(x *mlx.Array, t int) *mlx.Array {
 // gatedDeltaStep is _gated_delta_step_ops with a scalar gate per head:
 // q, k [B, H, Dk], v [B, H, Dv], g and beta [B, H], state [B, H, Dv, Dk].
 func gatedDeltaStep(q, k, v, g, beta, state *mlx.Array) (*mlx.Array, *mlx.Array) {
+	if onGPU() {
+		return mlx.GatedDeltaStep(q, k, v, g, beta, state)
+	}
 	state = mlx.Multiply(state, mlx.ExpandDims(g, 2, 3))
 	kt := mlx.ExpandDims(k, -2)
 	kvMem := mlx.Sum(mlx.Multiply(state, kt), []int{-1}, false)
@@ -93,4 +101,10 @@ func gatedDeltaStep(q, k, v, g, beta, state *mlx.Array) (*mlx.Array, *mlx.Array)
 	state = mlx.Add(state, mlx.Multiply(kt, mlx.ExpandDims(delta, -1)))
 	y := mlx.Sum(mlx.Multiply(state, mlx.ExpandDims(q, -2)), []int{-1}, false)
 	return mlx.AsType(y, q.Dtype()), state
+}
+
+// onGPU reports whether arrays are made on the GPU (the default device).
+func onGPU() bool {
+	d, err := mlx.DefaultDevice()
+	return err == nil && d.Type == mlx.GPU
 }

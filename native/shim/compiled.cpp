@@ -38,9 +38,64 @@ mx::array gelu_approx_graph(const mx::array& x) {
 
 bool on_gpu_default() { return mx::default_device() == mx::Device::gpu; }
 
+// mlx-lm's gated_delta.py compute_g, @partial(mx.compile, shapeless=True):
+//   mx.exp(-mx.exp(A_log.astype(mx.float32)) * nn.softplus(a + dt_bias))
+// with nn.softplus(x) = mx.logaddexp(x, 0), the 0 a weak scalar of x's dtype.
+mx::array compute_g_graph(const mx::array& a_log, const mx::array& a, const mx::array& dt_bias) {
+  auto decay = mx::negative(mx::exp(mx::astype(a_log, mx::float32)));
+  auto x = mx::add(a, dt_bias);
+  return mx::exp(mx::multiply(decay, mx::logaddexp(x, mx::array(0.0f, x.dtype()))));
+}
+
+// mlx-lm's _gated_delta_step_ops (@mx.compile, not shapeless) with a scalar
+// gate per head and no mask: q, k [B, H, Dk], v [B, H, Dv], g and beta
+// [B, H], state [B, H, Dv, Dk]; returns y in q's dtype and the new state.
+std::vector<mx::array> gated_delta_step_graph(const std::vector<mx::array>& in) {
+  const auto &q = in[0], &k = in[1], &v = in[2], &g = in[3], &beta = in[4];
+  auto state = mx::multiply(in[5], mx::expand_dims(g, {2, 3}));  // g[..., None, None]
+  auto kv_mem = mx::sum(mx::multiply(state, mx::expand_dims(k, -2)), -1, false);
+  auto delta = mx::multiply(mx::subtract(v, kv_mem), mx::expand_dims(beta, -1));
+  state = mx::add(state, mx::multiply(mx::expand_dims(k, -2), mx::expand_dims(delta, -1)));
+  auto y = mx::sum(mx::multiply(state, mx::expand_dims(q, -2)), -1, false);
+  return {mx::astype(y, q.dtype()), state};
+}
+
 }  // namespace
 
 extern "C" {
+
+// The Gated DeltaNet's two compiled functions (qwen3_next, qwen3_5). On a GPU
+// MLX fuses their elementwise ops, which on float32 rounds differently from
+// the ops one by one (the H200 L1 run of 2026-12-03: qwen3_5-f32, qwen3_next-f32
+// and qwen3_5_moe-f32 differed by 7e-7 to 1.7e-6 at step 0, their bfloat16
+// cases were identical). On the CPU mlxgo builds them from ops (models/nn).
+int mlxgo_compute_g(mlxgo_array a_log, mlxgo_array a, mlxgo_array dt_bias, mlxgo_array* out) {
+  MLXGO_BEGIN
+  const auto &al = arr(a_log, "a_log"), &aa = arr(a, "a"), &dt = arr(dt_bias, "dt_bias");
+  if (!on_gpu_default()) {
+    put(out, compute_g_graph(al, aa, dt));
+  } else {
+    static auto compiled = mx::compile(
+        [](const std::vector<mx::array>& in) { return std::vector<mx::array>{compute_g_graph(in[0], in[1], in[2])}; },
+        /*shapeless=*/true);
+    put(out, compiled({al, aa, dt})[0]);
+  }
+  MLXGO_END
+}
+
+int mlxgo_gated_delta_step(mlxgo_array q, mlxgo_array k, mlxgo_array v, mlxgo_array g, mlxgo_array beta,
+                           mlxgo_array state, mlxgo_array* out, int cap) {
+  MLXGO_BEGIN
+  std::vector<mx::array> in{arr(q, "q"), arr(k, "k"), arr(v, "v"), arr(g, "g"), arr(beta, "beta"), arr(state, "state")};
+  if (in[3].ndim() != 2) throw shim::ArgError("gated_delta_step: g must be [B, H] (a scalar gate per head)");
+  if (!on_gpu_default()) {
+    shim::put_all(gated_delta_step_graph(in), out, cap);
+  } else {
+    static auto compiled = mx::compile(gated_delta_step_graph);
+    shim::put_all(compiled(in), out, cap);
+  }
+  MLXGO_END
+}
 
 int mlxgo_gelu_approx(mlxgo_array x, mlxgo_array* out) {
   MLXGO_BEGIN

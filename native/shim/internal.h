@@ -64,6 +64,15 @@ inline void put(mlxgo_array* out, mx::array a) {
   *out = wrap(std::move(a));
 }
 
+// put_all writes an op's results to out, which must have room for them.
+inline void put_all(const std::vector<mx::array>& parts, mlxgo_array* out, int cap) {
+  if (out == nullptr) throw ArgError("null out pointer");
+  if (static_cast<size_t>(cap) < parts.size()) {
+    throw ArgError("out has room for " + std::to_string(cap) + " arrays, the op made " + std::to_string(parts.size()));
+  }
+  for (size_t i = 0; i < parts.size(); i++) out[i] = wrap(parts[i]);
+}
+
 inline const mx::array& arr(mlxgo_array h, const char* what = "array") {
   if (h == nullptr) throw ArgError(std::string("null ") + what + " handle");
   return h->a;

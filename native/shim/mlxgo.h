@@ -185,6 +185,10 @@ MLXGO_API int mlxgo_gelu_approx(mlxgo_array x, mlxgo_array* out);
 MLXGO_API int mlxgo_swiglu(mlxgo_array gate, mlxgo_array x, mlxgo_array* out);
 MLXGO_API int mlxgo_geglu(mlxgo_array gate, mlxgo_array x, mlxgo_array* out);
 MLXGO_API int mlxgo_logit_softcap(mlxgo_array x, const float* softcap, mlxgo_array* out);
+/* mlx-lm's gated_delta.py compute_g and _gated_delta_step_ops (out: y, state; cap >= 2). */
+MLXGO_API int mlxgo_compute_g(mlxgo_array a_log, mlxgo_array a, mlxgo_array dt_bias, mlxgo_array* out);
+MLXGO_API int mlxgo_gated_delta_step(mlxgo_array q, mlxgo_array k, mlxgo_array v, mlxgo_array g, mlxgo_array beta,
+                                     mlxgo_array state, mlxgo_array* out, int cap);
 
 /* ---- signal.cpp: convolution, FFT, random ---- */
 MLXGO_API int mlxgo_conv1d(mlxgo_array input, mlxgo_array weight, int stride, int padding, int dilation, int groups, mlxgo_array* out);

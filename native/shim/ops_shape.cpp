@@ -3,20 +3,7 @@
 
 using shim::arr;
 using shim::put;
-
-namespace {
-
-// put_all writes the parts of a split to out, which must have room for them.
-void put_all(const std::vector<mx::array>& parts, mlxgo_array* out, int cap) {
-  if (out == nullptr) throw shim::ArgError("null out pointer");
-  if (static_cast<size_t>(cap) < parts.size()) {
-    throw shim::ArgError("out has room for " + std::to_string(cap) + " arrays, split made " +
-                         std::to_string(parts.size()));
-  }
-  for (size_t i = 0; i < parts.size(); i++) out[i] = shim::wrap(parts[i]);
-}
-
-}  // namespace
+using shim::put_all;
 
 extern "C" {
 
