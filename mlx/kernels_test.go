@@ -48,26 +48,16 @@ func restoreKernels() {
 // differs.
 func compareKernels(t *testing.T, isaList []string, build func() (*mlx.Array, error)) {
 	t.Helper()
-	run := func(kernels, isa string) (b []byte, shape []int, dt mlx.Dtype) {
-		t.Helper()
-		mlxtest.Do(t, func() error {
-			if err := mlx.SetCPUKernels(kernels, 2, isa); err != nil {
-				return err
-			}
-			defer restoreKernels()
-			y, err := build()
-			if err != nil {
-				return err
-			}
-			shape, dt = y.Shape(), y.Dtype()
-			b, err = y.Bytes()
-			return err
-		})
-		return b, shape, dt
-	}
-	want, shape, dt := run(mlx.KernelsMLX, "")
+	var shape []int
+	want, dt := evalKernels(t, mlx.KernelsMLX, "", func() (*mlx.Array, error) {
+		y, err := build()
+		if err == nil {
+			shape = y.Shape()
+		}
+		return y, err
+	})
 	for _, isa := range isaList {
-		got, _, _ := run(mlx.KernelsMLXGO, isa)
+		got, _ := evalKernels(t, mlx.KernelsMLXGO, isa, build)
 		if !sameBits(got, want, dt) {
 			t.Errorf("%s: %s", isa, firstDiff(got, want, dt, shape))
 		}

@@ -1,6 +1,7 @@
 package models_test
 
 import (
+	"fmt"
 	"math"
 	"path/filepath"
 	"sort"
@@ -60,29 +61,7 @@ func TestFastKernelsSmolLM2(t *testing.T) {
 			defer m.Close()
 			caches := m.NewCaches(kv.Options{})
 			defer kv.FreeAll(caches)
-			forward := func(ids []int32) ([]float32, error) {
-				s := mlx.NewScope()
-				defer s.Close()
-				logits := m.Forward(mlx.FromSlice(ids, 1, len(ids)), caches)
-				last := mlx.Squeeze(mlx.Slice(logits, []int{0, len(ids) - 1, 0}, []int{1, len(ids), fx.vocab}), 0, 1)
-				return mlx.AsType(last, mlx.Float32).Float32s()
-			}
-			pos := 0
-			for _, n := range c.PrefillChunks[:len(c.PrefillChunks)-1] {
-				if _, err := forward(fx.prompt[pos : pos+n]); err != nil {
-					return err
-				}
-				pos += n
-			}
-			for step := 0; step <= c.Steps; step++ {
-				in := fx.prompt[pos:]
-				if step > 0 {
-					in = fx.tokens[step-1 : step]
-				}
-				got, err := forward(in)
-				if err != nil {
-					return err
-				}
+			return replayRows(m, caches, c.PrefillChunks, fx, c.Steps, func(step int, got []float32, _ string) error {
 				want := fx.logits[step*fx.vocab : (step+1)*fx.vocab]
 				rows++
 				if argmax(got) == argmax(want) {
@@ -91,7 +70,7 @@ func TestFastKernelsSmolLM2(t *testing.T) {
 				for i := range want {
 					d := math.Abs(float64(got[i]) - float64(want[i]))
 					if d != d {
-						t.Fatalf("%s step %d: NaN logit at %d", name, step, i)
+						return fmt.Errorf("%s step %d: NaN logit at %d", name, step, i)
 					}
 					sumAbs += d
 					maxAbs = math.Max(maxAbs, d)
@@ -99,8 +78,8 @@ func TestFastKernelsSmolLM2(t *testing.T) {
 				vocabN += len(want)
 				tk := argmax(want)
 				maxTok = math.Max(maxTok, math.Abs(logProb(got, tk)-logProb(want, tk)))
-			}
-			return nil
+				return nil
+			})
 		})
 	}
 	agree, mean := float64(top1)/float64(rows), sumAbs/float64(vocabN)

@@ -160,6 +160,47 @@ func bytesAs[T int32 | float32](b []byte) []T {
 	return out
 }
 
+// replayRows feeds m a fixture's calls as generate_step made them: the
+// prompt in the oracle's prefill chunks, then the last prompt token and each
+// of the oracle's tokens (teacher forcing), one call each; row gets each
+// recorded row's last-position logits as float32 (step 0 is the prompt's)
+// and the logits' dtype.
+func replayRows(m models.Model, caches []kv.Cache, chunks []int, fx fixture, steps int,
+	row func(step int, logits []float32, dtype string) error) error {
+	forward := func(ids []int32) ([]float32, string, error) {
+		s := mlx.NewScope()
+		defer s.Close()
+		logits := m.Forward(mlx.FromSlice(ids, 1, len(ids)), caches)
+		last := mlx.Squeeze(mlx.Slice(logits, []int{0, len(ids) - 1, 0}, []int{1, len(ids), fx.vocab}), 0, 1)
+		r, err := mlx.AsType(last, mlx.Float32).Float32s()
+		if err != nil {
+			return nil, "", err
+		}
+		return r, logits.Dtype().String(), mlx.Eval(kv.States(caches)...)
+	}
+	pos := 0
+	for _, n := range chunks[:len(chunks)-1] {
+		if _, _, err := forward(fx.prompt[pos : pos+n]); err != nil {
+			return err
+		}
+		pos += n
+	}
+	for step := 0; step <= steps; step++ {
+		in := fx.prompt[pos:]
+		if step > 0 {
+			in = fx.tokens[step-1 : step]
+		}
+		r, dtype, err := forward(in)
+		if err != nil {
+			return fmt.Errorf("step %d: %w", step, err)
+		}
+		if err := row(step, r, dtype); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // cacheKind names a cache the way the oracle's trace does.
 func cacheKind(c kv.Cache) string {
 	switch c.(type) {

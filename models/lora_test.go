@@ -15,7 +15,6 @@ import (
 	"github.com/mlxgo/mlxgo/internal/mlxtest"
 	"github.com/mlxgo/mlxgo/internal/testenv"
 	"github.com/mlxgo/mlxgo/kv"
-	"github.com/mlxgo/mlxgo/mlx"
 	"github.com/mlxgo/mlxgo/models"
 )
 
@@ -119,33 +118,7 @@ func TestLoRAL1(t *testing.T) {
 				}
 				caches := m.NewCaches(kv.Options{})
 				defer kv.FreeAll(caches)
-				forward := func(ids []int32) ([]float32, string, error) {
-					s := mlx.NewScope()
-					defer s.Close()
-					logits := m.Forward(mlx.FromSlice(ids, 1, len(ids)), caches)
-					last := mlx.Squeeze(mlx.Slice(logits, []int{0, len(ids) - 1, 0}, []int{1, len(ids), fx.vocab}), 0, 1)
-					row, err := mlx.AsType(last, mlx.Float32).Float32s()
-					if err != nil {
-						return nil, "", err
-					}
-					return row, logits.Dtype().String(), mlx.Eval(kv.States(caches)...)
-				}
-				pos := 0
-				for _, n := range c.PrefillChunks[:len(c.PrefillChunks)-1] {
-					if _, _, err := forward(fx.prompt[pos : pos+n]); err != nil {
-						return err
-					}
-					pos += n
-				}
-				for step := 0; step <= c.Steps; step++ {
-					in := fx.prompt[pos:]
-					if step > 0 {
-						in = fx.tokens[step-1 : step]
-					}
-					row, dtype, err := forward(in)
-					if err != nil {
-						return fmt.Errorf("step %d: %w", step, err)
-					}
+				return replayRows(m, caches, c.PrefillChunks, fx, c.Steps, func(step int, row []float32, dtype string) error {
 					if dtype != c.LogitsDtype {
 						return fmt.Errorf("logits dtype %s, oracle %s", dtype, c.LogitsDtype)
 					}
@@ -153,8 +126,8 @@ func TestLoRAL1(t *testing.T) {
 					if i, d := compareRow(row, want); i >= 0 {
 						return fmt.Errorf("step %d: first difference at vocab index %d: got %v, want %v; max abs diff %g", step, i, row[i], want[i], d)
 					}
-				}
-				return nil
+					return nil
+				})
 			})
 		})
 	}
