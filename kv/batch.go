@@ -156,7 +156,7 @@ func (b *Batch) gone() int { return len(b.removed) - b.Len() }
 // MLX's cuDNN attention caches its graphs by the keys' strides, and a buffer
 // of exactly the row's length gave the next prefill into the row's
 // prompt-cache entry a stride no graph had, so it built one: 70-100 ms of
-// that request's first token on an H200 (testdata/gpu/results/2026-12-03-h200-ttft/).
+// that request's first token on an H200 (testdata/gpu/results/2026-12-03-h200-suite/).
 func (b *Batch) Leave(i int) ([]Cache, error) {
 	j := b.slot(i)
 	if j < 0 {

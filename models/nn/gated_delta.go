@@ -66,16 +66,21 @@ func softplus(x *mlx.Array) *mlx.Array {
 }
 
 // gatedDeltaOps is gated_delta_ops: the key heads repeated up to the value
-// heads, then one recurrent step per token.
+// heads, then one recurrent step per token (compiled on a GPU: the device is
+// asked once, not per token).
 func gatedDeltaOps(q, k, v, g, beta, state *mlx.Array) (*mlx.Array, *mlx.Array) {
 	if r := v.Dim(-2) / q.Dim(-2); r > 1 {
 		q = mlx.Repeat(q, r, -2)
 		k = mlx.Repeat(k, r, -2)
 	}
+	step := gatedDeltaStep
+	if onGPU() {
+		step = mlx.GatedDeltaStep
+	}
 	t := q.Dim(1)
 	ys := make([]*mlx.Array, t)
 	for i := range t {
-		ys[i], state = gatedDeltaStep(at(q, i), at(k, i), at(v, i), at(g, i), at(beta, i), state)
+		ys[i], state = step(at(q, i), at(k, i), at(v, i), at(g, i), at(beta, i), state)
 	}
 	return mlx.Stack(ys, 1), state
 }
@@ -91,9 +96,6 @@ func at(x *mlx.Array, t int) *mlx.Array {
 // gatedDeltaStep is _gated_delta_step_ops with a scalar gate per head:
 // q, k [B, H, Dk], v [B, H, Dv], g and beta [B, H], state [B, H, Dv, Dk].
 func gatedDeltaStep(q, k, v, g, beta, state *mlx.Array) (*mlx.Array, *mlx.Array) {
-	if onGPU() {
-		return mlx.GatedDeltaStep(q, k, v, g, beta, state)
-	}
 	state = mlx.Multiply(state, mlx.ExpandDims(g, 2, 3))
 	kt := mlx.ExpandDims(k, -2)
 	kvMem := mlx.Sum(mlx.Multiply(state, kt), []int{-1}, false)

@@ -292,9 +292,10 @@ struct Qmm {
 // group's sum of x in order.
 void quantize_rows(const float* x, int M, int K, int bits, int gs, std::vector<uint32_t>& xq, std::vector<float>& xd,
                    std::vector<float>& xs) {
-  xq.assign(size_t(M) * K / 4, 0);
-  xd.assign(size_t(M) * K / 32, 0.0f);
-  xs.assign(size_t(M) * (K / gs), 0.0f);
+  // Every element is written below: resizing the reused buffers is enough.
+  xq.resize(size_t(M) * K / 4);
+  xd.resize(size_t(M) * K / 32);
+  xs.resize(size_t(M) * (K / gs));
   // Where value i of a block of 8 goes: 4-bit words pair values 0,2,4,6 and 1,3,5,7.
   static constexpr int perm4[8] = {0, 4, 1, 5, 2, 6, 3, 7};
   for (int m = 0; m < M; m++) {
