@@ -414,18 +414,24 @@ bench-spec: venv build native-install
 	$(PY) models/testdata/oracle/bench_spec.py --model $(BENCH_MODEL) --draft $(BENCH_SPEC_DRAFT) --rounds $(BENCH_ROUNDS) \
 	  --max-tokens $(BENCH_SPEC_TOKENS) --num-draft-tokens $(BENCH_SPEC_K) --json $(CACHE)/bench/spec.json
 
-# mlxgo generate against llama.cpp (PyPI llama-cpp-python, built here with GGML_NATIVE=ON) on the same GGUF files
-# (SmolLM2 Q4_1 and a Q8_0 made from it by llama.cpp's quantize), the same 512-token prompt ids and settings:
+# mlxgo generate against llama.cpp (PyPI llama-cpp-python, built here for this CPU's SIMD extensions) on the same GGUF
+# files (SmolLM2 Q4_1 and a Q8_0 made from it by llama.cpp's quantize), the same 512-token prompt ids and settings:
 # alternating rounds, medians, ratios, cores busy, bandwidth ceiling; also --kernels mlx, a 4096-token prefill and
 # serve --batch 8 against one stream (models/testdata/oracle/bench_cpu.py; report in .cache/bench/cpu.json).
 .PHONY: bench-cpu
 BENCH_VENV := $(CACHE)/bench-venv
 LLAMA_CPP_PYTHON := 0.3.36
 BENCH_CPU_ARGS ?=
-$(BENCH_VENV)/.stamp:
-	test -x $(BENCH_VENV)/bin/python || python3 -m venv $(BENCH_VENV)
-	CMAKE_ARGS="-DGGML_NATIVE=ON" $(BENCH_VENV)/bin/pip install -q --disable-pip-version-check --no-binary llama-cpp-python llama-cpp-python==$(LLAMA_CPP_PYTHON)
-	echo "llama-cpp-python $(LLAMA_CPP_PYTHON) built from source, CMAKE_ARGS=-DGGML_NATIVE=ON" > $@
+# llama.cpp gets every SIMD extension /proc/cpuinfo lists, named one by one, except AMX: GGML_NATIVE=ON
+# (-march=native) turns on ggml's AMX path on CPUs that have it, and on the Intel Xeon KVM guests here that path
+# segfaults in ggml_backend_amx_mul_mat at the first prompt (2026-12-04), so a native build is no peer at all.
+# pip builds with --no-cache-dir: its wheel cache keys on the sdist, not on CMAKE_ARGS, and a wheel built on
+# another CPU of the pool may be reused otherwise (models/testdata/oracle/ggml_cpu_args.sh).
+$(BENCH_VENV)/.stamp: models/testdata/oracle/ggml_cpu_args.sh
+	rm -rf $(BENCH_VENV) && python3 -m venv $(BENCH_VENV)
+	args=$$(models/testdata/oracle/ggml_cpu_args.sh) && CMAKE_ARGS="$$args" $(BENCH_VENV)/bin/pip install -q --no-cache-dir --disable-pip-version-check --no-binary llama-cpp-python \
+	  llama-cpp-python==$(LLAMA_CPP_PYTHON)
+	echo "llama-cpp-python $(LLAMA_CPP_PYTHON) built from source, CMAKE_ARGS=$$(models/testdata/oracle/ggml_cpu_args.sh)" > $@
 bench-cpu: $(BENCH_VENV)/.stamp build native-install data-smollm2
 	$(BENCH_VENV)/bin/python models/testdata/oracle/bench_cpu.py --q4 $(DATA)/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf \
 	  --q8 $(CACHE)/bench/SmolLM2-135M-Instruct.Q8_0.gguf --rounds $(BENCH_ROUNDS) --prompt-tokens $(BENCH_PROMPT) --max-tokens $(BENCH_TOKENS) $(BENCH_CPU_ARGS)
