@@ -424,6 +424,67 @@ func TestCPUKernelsNormRope(t *testing.T) {
 	}
 }
 
+// TestCPUKernelsLogSumExp compares the shim's logsumexp with MLX's LogSumExp
+// bit for bit: the last axis (keepdims or not), all axes of a [1, N] array as
+// generation's log-softmax takes it, a strided view MLX copies first, rows
+// of NaN, ±Inf and ±0 (an all -Inf row, an all-zero row), and N = 1, 15, 17
+// and a vocabulary's 49152, large enough for the pool.
+func TestCPUKernelsLogSumExp(t *testing.T) {
+	mlxtest.Need(t)
+	isaList := runnableISAs(t)
+	r := rand.New(rand.NewPCG(13, 14))
+	for _, dt := range floatDtypes {
+		for _, shape := range [][]int{{1, 49152}, {3, 17}, {2, 5, 15}, {7, 1}, {64, 1536}} {
+			n := 1
+			for _, d := range shape {
+				n *= d
+			}
+			x := randomFloats(r, n, 30, 0.01)
+			t.Run(fmt.Sprintf("%s/%v", dt, shape), func(t *testing.T) {
+				compareKernels(t, isaList, func() (*mlx.Array, error) {
+					y := mlx.LogSumExp(floatsAs(x, dt, shape...), []int{-1}, false)
+					return y, y.Err()
+				})
+				compareKernels(t, isaList, func() (*mlx.Array, error) {
+					a := floatsAs(x, dt, shape...)
+					y := mlx.Subtract(a, mlx.LogSumExp(a, []int{-1}, true))
+					return y, y.Err()
+				})
+			})
+		}
+		t.Run(fmt.Sprintf("%s/all-axes", dt), func(t *testing.T) {
+			x := randomFloats(r, 49152, 20, 0)
+			compareKernels(t, isaList, func() (*mlx.Array, error) {
+				y := mlx.LogSumExp(floatsAs(x, dt, 1, 49152), nil, true)
+				return y, y.Err()
+			})
+		})
+		t.Run(fmt.Sprintf("%s/specials", dt), func(t *testing.T) {
+			inf, nan := float32(math.Inf(1)), float32(math.NaN())
+			negz := float32(math.Copysign(0, -1))
+			rowsOf := [][]float32{
+				{-inf, -inf, -inf, -inf}, {inf, 1, 2, 3}, {1, nan, 2, 3}, {-inf, inf, 0, 1}, {0, negz, 0, negz},
+				{negz, negz, negz, negz}, {-inf, -inf, 0, -inf}, {88, 89, 90, -200}, {1e-40, -1e-40, 3, -3},
+			}
+			var x []float32
+			for _, row := range rowsOf {
+				x = append(x, row...)
+			}
+			compareKernels(t, isaList, func() (*mlx.Array, error) {
+				y := mlx.LogSumExp(floatsAs(x, dt, len(rowsOf), 4), []int{-1}, false)
+				return y, y.Err()
+			})
+		})
+		t.Run(fmt.Sprintf("%s/view", dt), func(t *testing.T) {
+			x := randomFloats(r, 40*37, 10, 0.02)
+			compareKernels(t, isaList, func() (*mlx.Array, error) {
+				y := mlx.LogSumExp(mlx.Transpose(floatsAs(x, dt, 40, 37), 1, 0), []int{-1}, false)
+				return y, y.Err()
+			})
+		})
+	}
+}
+
 // TestCPUKernelHelpers checks the vector exp and the dtype conversions the
 // kernels use against MLX's scalar ones on 2^32/257 float bit patterns
 // spread over the whole range (make bench-selftest sweeps all 2^32).

@@ -11,6 +11,7 @@
 // make test compares them bit for bit with MLX's chains.
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "cpu/isa.h"
 #include "cpu/pool.h"
@@ -214,6 +215,43 @@ struct SiluMul {
   }
 };
 
+// ---- logsumexp ----
+// MLX's LogSumExp primitive over the last axis (what mx::logsumexp builds
+// for the last axis, or for all axes of a [1, ..., 1, N] array, as
+// generation's log-softmax over the vocabulary is): one row's result is
+// lse_row's float, cast to the output dtype as MLX casts it. At decode it
+// was MLX's one serial op worth counting: 49152 scalar exps a token on the
+// stream's thread (about 5 % of a SmolLM2 step), the pool's workers idle.
+struct LogSumExp {
+  static constexpr const char* name = "MlxgoLogSumExp";
+  struct Params {};
+  static void run(const Params&, const std::vector<mx::array>& in, mx::array& out) {
+    const mx::array& x = in[0];
+    const int M = x.shape(-1);
+    const int64_t R = M == 0 ? 0 : x.size() / M;
+    const Isa* isa = active_isa();
+    dispatch_float(x.dtype(), [&](auto tx) {
+      using T = decltype(tx);
+      const T* xp = x.data<T>();
+      const bool direct = std::is_same_v<T, float> && x.flags().row_contiguous;
+      T* op = out.data<T>();
+      rows(R, int64_t(M) * 8, [&](int64_t r) {
+        if (direct) {
+          op[r] = static_cast<T>(isa->lse_row(reinterpret_cast<const float*>(xp) + r * M, M));
+          return;
+        }
+        thread_local std::vector<float> buf;
+        buf.resize(size_t(M));
+        for (int i = 0; i < M; i++) {
+          const int64_t e = r * M + i;
+          buf[size_t(i)] = static_cast<float>(xp[x.flags().row_contiguous ? e : loc(e, x.shape(), x.strides())]);
+        }
+        op[r] = static_cast<T>(isa->lse_row(buf.data(), M));
+      });
+    });
+  }
+};
+
 bool float_type(mx::Dtype d) { return d == mx::float32 || d == mx::float16 || d == mx::bfloat16; }
 
 bool on_cpu_default() { return mx::default_device() == mx::Device::cpu; }
@@ -226,6 +264,25 @@ mx::array silu_mul(const mx::array& g, const mx::array& u) {
       g.shape() != u.shape() || g.size() == 0)
     return stock();
   return node<SiluMul>(g.shape(), mx::float32, {}, {g, u});
+}
+
+mx::array logsumexp(const mx::array& a, const std::vector<int>& axes, bool keepdims) {
+  auto out = mx::logsumexp(a, axes, keepdims);
+  if (!kernels_on() || !on_cpu_default()) return out;
+  auto is_lse = [](const mx::array& n) {
+    return n.has_primitive() && std::strcmp(n.primitive().name(), "LogSumExp") == 0 &&
+           n.primitive().device() == mx::Device::cpu;
+  };
+  // The node is out itself (keepdims) or under the squeeze of its last axis.
+  const bool squeezed = !is_lse(out) && out.has_primitive() && out.inputs().size() == 1 &&
+                        std::strcmp(out.primitive().name(), "Squeeze") == 0 && is_lse(out.inputs()[0]);
+  if (!is_lse(out) && !squeezed) return out;
+  const mx::array n = squeezed ? out.inputs()[0] : out;
+  if (!float_type(n.dtype()) || n.inputs().size() != 1 || n.inputs()[0].dtype() != n.dtype() ||
+      n.inputs()[0].size() == 0)
+    return out;
+  auto mine = node<LogSumExp>(n.shape(), n.dtype(), {}, n.inputs(), n.primitive().stream());
+  return squeezed ? mx::squeeze(mine, -1) : mine;
 }
 
 mx::array rms_norm(const mx::array& x, const std::optional<mx::array>& weight, float eps) {

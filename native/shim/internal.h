@@ -153,6 +153,9 @@ mx::array sdpa(const mx::array& queries, const mx::array& keys, const mx::array&
 mx::array rms_norm(const mx::array& x, const std::optional<mx::array>& weight, float eps);
 // mlx-lm's swiglu on the CPU: silu(g)·u as multiply(multiply(g, sigmoid(g)), u).
 mx::array silu_mul(const mx::array& g, const mx::array& u);
+// mx::logsumexp, its LogSumExp node (a reduction over the last axis) run by
+// the shim's kernel on the CPU.
+mx::array logsumexp(const mx::array& a, const std::vector<int>& axes, bool keepdims);
 mx::array rope(const mx::array& x, int dims, bool traditional, std::optional<float> base, float scale,
                const mx::array& offset, const std::optional<mx::array>& freqs);
 }  // namespace mlxgo::cpu

@@ -20,9 +20,14 @@ REDUCE(mean)
 REDUCE(max)
 REDUCE(min)
 REDUCE(prod)
-REDUCE(logsumexp)
 REDUCE(all)
 REDUCE(any)
+
+int mlxgo_logsumexp(mlxgo_array a, const int* axes, int n, int keepdims, mlxgo_array* out) {
+  MLXGO_BEGIN
+  put(out, mlxgo::cpu::logsumexp(arr(a), shim::ints(axes, n), keepdims != 0));
+  MLXGO_END
+}
 
 int mlxgo_var(mlxgo_array a, const int* axes, int n, int keepdims, int ddof, mlxgo_array* out) {
   MLXGO_BEGIN

@@ -131,6 +131,9 @@ struct Isa {
   // place: s holds exact floats of dtype dt values, and gets back exact
   // floats of the dtype dt probabilities.
   void (*softmax_rows)(Dt dt, float* s, int rows, int n, long ld);
+  // MLX's CPU logsumexp of n exact floats (one row), before the cast to the
+  // output dtype.
+  float (*lse_row)(const float* x, int n);
   // silu(g)·u over n float32 values, as MLX's Sigmoid and two multiplies.
   void (*silu_mul)(const float* g, const float* u, float* out, size_t n);
   // Self-test hooks: the dtype roundings and conversions over n floats, and
