@@ -332,6 +332,10 @@ func TestCPUKernelsAttention(t *testing.T) {
 			{1, 4, 4, 33, 33, 64, "causal", true},
 			// query heads grouped per key head: blocks of 32 rows that span heads
 			{1, 6, 2, 40, 40, 16, "causal", false}, {2, 8, 2, 11, 29, 16, "additive", true},
+			// decode over a long cache: fewer tasks than twice the threads, so the
+			// scores and ·V are split by tiles of keys and of value columns
+			{1, 9, 3, 1, 600, 64, "", false}, {1, 8, 2, 1, 300, 64, "additive", true},
+			{1, 4, 1, 1, 513, 32, "causal", false}, {1, 6, 1, 1, 257, 48, "bool", true},
 		} {
 			name := fmt.Sprintf("%s/b%d_h%d_kv%d_q%d_k%d_d%d_%s_sinks%v", dt, c.b, c.h, c.hkv, c.lq, c.lk, c.d, c.mask, c.sinks)
 			q := randomFloats(r, c.b*c.h*c.lq*c.d, 1, 0)

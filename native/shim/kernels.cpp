@@ -501,44 +501,63 @@ void run_attention_typed(const std::vector<mx::array>& in, mx::array& out, AttnM
   const int blocks = (R + RB - 1) / RB;
   const TT* qp = q.data<TT>();
   TT* op = out.data<TT>();
-  auto one = [&](int task) {
-    const int blk = task % blocks, bh = task / blocks, hk = bh % Hkv, b = bh / Hkv;
-    const int i0 = blk * RB, rows = std::min(RB, R - i0);
-    std::vector<float> qf(size_t(rows) * D), s(size_t(rows) * n), pv;
-    std::vector<TT> sc(size_t(rows) * Lk);
+  // A task is one (batch, key/value head, block of rows); its phases are
+  // the scaled queries, the scores (QK^T, by tiles of keys), the masked
+  // softmax, and ·V (by tiles of value columns). Tile ranges write disjoint
+  // outputs, each still one sum of its own, so splitting them changes no bit.
+  struct Buf {
+    int b = 0, hk = 0, i0 = 0, rows = 0;
+    std::vector<float> qf, s;
+    std::vector<TT> sc;
+  };
+  auto prep = [&](int task, Buf& w) {
+    const int blk = task % blocks, bh = task / blocks;
+    w.hk = bh % Hkv;
+    w.b = bh / Hkv;
+    w.i0 = blk * RB;
+    w.rows = std::min(RB, R - w.i0);
+    const int b = w.b, hk = w.hk, i0 = w.i0, rows = w.rows;
+    w.qf.resize(size_t(rows) * D);
+    w.s.resize(size_t(rows) * n);
+    w.sc.resize(size_t(rows) * Lk);
     for (int i = 0; i < rows; i++) {
       const int h = hk * rep + (i0 + i) / Lq, qi = (i0 + i) % Lq;
       for (int d = 0; d < D; d++) {
         const int64_t l = b * q.strides()[0] + h * q.strides()[1] + qi * q.strides()[2] + d * q.strides()[3];
-        qf[size_t(i) * D + d] = static_cast<float>(static_cast<TT>(scale_t * qp[l]));
+        w.qf[size_t(i) * D + d] = static_cast<float>(static_cast<TT>(scale_t * qp[l]));
       }
     }
+  };
+  auto scores = [&](Buf& w, int t0, int t1) {
     GemmJob js{};
     js.dt = dt;
     js.sem = sem_s;
-    js.M = rows;
+    js.M = w.rows;
     js.N = Lk;
     js.K = D;
-    js.a = qf.data();
+    js.a = w.qf.data();
     js.sam = D;
     js.sak = 1;
-    js.b = kk.data<TT>() + b * kk.strides()[0] + hk * kk.strides()[1];
+    js.b = kk.data<TT>() + w.b * kk.strides()[0] + w.hk * kk.strides()[1];
     js.sbk = kk.strides()[3];
     js.sbn = kk.strides()[2];
     js.alpha = 1.0f;
-    js.out = sc.data();
-    k->gemm(js, 0, (Lk + k->tile_n - 1) / k->tile_n, 0, rows);
+    js.out = w.sc.data();
+    k->gemm(js, t0, t1, 0, w.rows);
+  };
+  auto soft = [&](Buf& w) {
+    const int b = w.b, hk = w.hk, i0 = w.i0, rows = w.rows;
     const int off = Lk - Lq;
     for (int i = 0; i < rows; i++) {
       const int h = hk * rep + (i0 + i) / Lq, qi = (i0 + i) % Lq;
-      float* row = s.data() + size_t(i) * n;
+      float* row = w.s.data() + size_t(i) * n;
       if (p.sinks) {
         const mx::array& sk = *sinks;
         row[0] = static_cast<float>(sk.data<TT>()[h * sk.strides()[0]]);
         row++;
       }
       for (int j = 0; j < Lk; j++) {
-        TT x = sc[size_t(i) * Lk + j];
+        TT x = w.sc[size_t(i) * Lk + j];
         if (p.mask == 1) {
           if (!(off + qi >= j)) x = static_cast<TT>(neg);
         } else if (mask) {
@@ -552,28 +571,56 @@ void run_attention_typed(const std::vector<mx::array>& in, mx::array& out, AttnM
         row[j] = static_cast<float>(x);
       }
     }
-    k->softmax_rows(dt, s.data(), rows, n, n);
+    k->softmax_rows(dt, w.s.data(), rows, n, n);
+  };
+  auto values = [&](Buf& w, int t0, int t1) {
     GemmJob jv{};
     jv.dt = dt;
     jv.sem = sem_v;
-    jv.M = rows;
+    jv.M = w.rows;
     jv.N = Dv;
     jv.K = Lk;
-    jv.a = s.data() + (p.sinks ? 1 : 0);
+    jv.a = w.s.data() + (p.sinks ? 1 : 0);
     jv.sam = n;
     jv.sak = 1;
-    jv.b = v.data<TT>() + b * v.strides()[0] + hk * v.strides()[1];
+    jv.b = v.data<TT>() + w.b * v.strides()[0] + w.hk * v.strides()[1];
     jv.sbk = v.strides()[2];
     jv.sbn = v.strides()[3];
     jv.alpha = 1.0f;
-    jv.out = op + ((size_t(b) * Hq + size_t(hk) * rep) * Lq + i0) * Dv;
-    k->gemm(jv, 0, (Dv + k->tile_n - 1) / k->tile_n, 0, rows);
+    jv.out = op + ((size_t(w.b) * Hq + size_t(w.hk) * rep) * Lq + w.i0) * Dv;
+    k->gemm(jv, t0, t1, 0, w.rows);
+  };
+  const int key_tiles = (Lk + k->tile_n - 1) / k->tile_n, value_tiles = (Dv + k->tile_n - 1) / k->tile_n;
+  auto one = [&](int task) {
+    Buf w;
+    prep(task, w);
+    scores(w, 0, key_tiles);
+    soft(w);
+    values(w, 0, value_tiles);
   };
   const int tasks = B * Hkv * blocks;
+  const int threads = Pool::get().threads();
   if (int64_t(B) * Hq * Lq * Lk * (D + Dv) < parallel_min()) {
     for (int t = 0; t < tasks; t++) one(t);
-  } else {
+  } else if (tasks >= 2 * threads) {
     Pool::get().run(tasks, one);
+  } else {
+    // Decode: a task per key/value head is too few to keep the threads busy
+    // (SmolLM2's 3 on 2 threads left one with two thirds of the work), so
+    // the scores and ·V run as tile ranges of every task over the pool, with
+    // the softmax between them; the buffers of so few tasks are small.
+    std::vector<Buf> ws(static_cast<size_t>(tasks));
+    for (int t = 0; t < tasks; t++) prep(t, ws[size_t(t)]);
+    auto split = [&](int tiles, auto&& f) {
+      const int parts = std::max(1, std::min(tiles, (4 * threads + tasks - 1) / tasks));
+      Pool::get().run(tasks * parts, [&](int i) {
+        const int t = i / parts, c = i % parts;
+        f(ws[size_t(t)], tiles * c / parts, tiles * (c + 1) / parts);
+      });
+    };
+    split(key_tiles, scores);
+    Pool::get().run(tasks, [&](int t) { soft(ws[size_t(t)]); });
+    split(value_tiles, values);
   }
 }
 
