@@ -57,11 +57,28 @@ func compareKernels(t *testing.T, isaList []string, build func() (*mlx.Array, er
 		return y, err
 	})
 	for _, isa := range isaList {
+		poisonFreed(t, len(want))
 		got, _ := evalKernels(t, mlx.KernelsMLXGO, isa, build)
 		if !sameBits(got, want, dt) {
 			t.Errorf("%s: %s", isa, firstDiff(got, want, dt, shape))
 		}
 	}
+}
+
+// poisonFreed fills a buffer of n bytes with 0xff (a NaN in every float
+// dtype) and frees it, just before a kernel's evaluation: malloc hands a
+// freed chunk of the same size to the next output, which was the previous
+// evaluation's, MLX's correct result, so that a kernel which left outputs
+// unwritten passed (a mutation skipping a tile did, 2026-12-04).
+func poisonFreed(t *testing.T, n int) {
+	t.Helper()
+	mlxtest.Do(t, func() error {
+		b := make([]uint8, n)
+		for i := range b {
+			b[i] = 0xff
+		}
+		return mlx.FromSlice(b, n).Err()
+	})
 }
 
 // sameBits is byte equality, except that two NaNs match (see the top).
@@ -268,7 +285,10 @@ func TestCPUKernelsMatmul(t *testing.T) {
 		m, n, k int
 	}
 	shapes := []shape{{nil, 1, 1, 1}, {nil, 1, 33, 17}, {nil, 3, 7, 5}, {nil, 7, 100, 64}, {nil, 16, 31, 129},
-		{nil, 64, 40, 33}, {nil, 513, 9, 20}, {[]int{3}, 2, 18, 11}, {[]int{2, 3}, 5, 6, 7}}
+		{nil, 64, 40, 33}, {nil, 513, 9, 20}, {[]int{3}, 2, 18, 11}, {[]int{2, 3}, 5, 6, 7},
+		// a few rows over B read in place, two tiles at a time (N >= 64) and
+		// with a last single or partial tile; K long enough to prefetch rows
+		{nil, 1, 200, 64}, {nil, 3, 130, 40}, {nil, 4, 64, 7}, {nil, 2, 97, 300}, {nil, 8, 70, 50}, {nil, 5, 96, 33}}
 	for _, dt := range floatDtypes {
 		for si, sh := range shapes {
 			for _, ta := range []bool{false, true} {
@@ -326,20 +346,29 @@ func TestCPUKernelsAttention(t *testing.T) {
 			b, h, hkv, lq, lk, d int
 			mask                 string // "", "causal", "bool", "additive"
 			sinks                bool
+			// keysT: the keys a transposed view of a [D, 1024] buffer, as a
+			// cache that stores them by columns would pass them
+			keysT bool
 		}{
-			{1, 9, 3, 1, 37, 64, "", false}, {1, 4, 4, 5, 5, 16, "causal", false}, {2, 6, 2, 7, 19, 32, "causal", false},
-			{1, 8, 2, 3, 11, 8, "bool", false}, {1, 2, 1, 4, 9, 24, "additive", false}, {1, 4, 2, 2, 6, 16, "", true},
-			{1, 4, 4, 33, 33, 64, "causal", true},
+			{1, 9, 3, 1, 37, 64, "", false, false}, {1, 4, 4, 5, 5, 16, "causal", false, false}, {2, 6, 2, 7, 19, 32, "causal", false, false},
+			{1, 8, 2, 3, 11, 8, "bool", false, false}, {1, 2, 1, 4, 9, 24, "additive", false, false}, {1, 4, 2, 2, 6, 16, "", true, false},
+			{1, 4, 4, 33, 33, 64, "causal", true, false},
 			// query heads grouped per key head: blocks of 32 rows that span heads
-			{1, 6, 2, 40, 40, 16, "causal", false}, {2, 8, 2, 11, 29, 16, "additive", true},
+			{1, 6, 2, 40, 40, 16, "causal", false, false}, {2, 8, 2, 11, 29, 16, "additive", true, false},
 			// decode over a long cache: fewer tasks than twice the threads, so the
 			// scores and ·V are split by tiles of keys and of value columns
-			{1, 9, 3, 1, 600, 64, "", false}, {1, 8, 2, 1, 300, 64, "additive", true},
-			{1, 4, 1, 1, 513, 32, "causal", false}, {1, 6, 1, 1, 257, 48, "bool", true},
+			{1, 9, 3, 1, 600, 64, "", false, false}, {1, 8, 2, 1, 300, 64, "additive", true, false},
+			{1, 4, 1, 1, 513, 32, "causal", false, false}, {1, 6, 1, 1, 257, 48, "bool", true, false},
+			{1, 9, 3, 1, 600, 64, "", false, true}, {1, 8, 2, 3, 300, 64, "causal", false, true},
+			{2, 4, 4, 1, 97, 32, "additive", true, true},
 		} {
-			name := fmt.Sprintf("%s/b%d_h%d_kv%d_q%d_k%d_d%d_%s_sinks%v", dt, c.b, c.h, c.hkv, c.lq, c.lk, c.d, c.mask, c.sinks)
+			name := fmt.Sprintf("%s/b%d_h%d_kv%d_q%d_k%d_d%d_%s_sinks%v_keysT%v", dt, c.b, c.h, c.hkv, c.lq, c.lk, c.d, c.mask, c.sinks, c.keysT)
 			q := randomFloats(r, c.b*c.h*c.lq*c.d, 1, 0)
+			const kcols = 1024
 			k := randomFloats(r, c.b*c.hkv*c.lk*c.d, 1, 0)
+			if c.keysT {
+				k = randomFloats(r, c.b*c.hkv*c.d*kcols, 1, 0)
+			}
 			v := randomFloats(r, c.b*c.hkv*c.lk*c.d, 1, 0)
 			m := randomFloats(r, c.lq*c.lk, 2, 0)
 			sk := randomFloats(r, c.h, 1, 0)
@@ -358,7 +387,12 @@ func TestCPUKernelsAttention(t *testing.T) {
 					if c.sinks {
 						sinks = floatsAs(sk, dt, c.h)
 					}
-					y := mlx.ScaledDotProductAttention(floatsAs(q, dt, c.b, c.h, c.lq, c.d), floatsAs(k, dt, c.b, c.hkv, c.lk, c.d),
+					keys := floatsAs(k, dt, c.b, c.hkv, c.lk, c.d)
+					if c.keysT {
+						buf := floatsAs(k, dt, c.b, c.hkv, c.d, kcols)
+						keys = mlx.Transpose(mlx.Slice(buf, []int{0, 0, 0, 0}, []int{c.b, c.hkv, c.d, c.lk}), 0, 1, 3, 2)
+					}
+					y := mlx.ScaledDotProductAttention(floatsAs(q, dt, c.b, c.h, c.lq, c.d), keys,
 						floatsAs(v, dt, c.b, c.hkv, c.lk, c.d), 1/float32(math.Sqrt(float64(c.d))), mode, mask, sinks)
 					return y, y.Err()
 				})
