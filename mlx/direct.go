@@ -234,6 +234,11 @@ func bindDirect(ptr any, addr uintptr) bool {
 			r, _, _ := purego.SyscallN(addr, uintptr(a0), uintptr(a1), uintptr(unsafe.Pointer(a2)))
 			return int32(r)
 		}
+	case *func(uintptr, int32, int32, *int32, *int64, *int64, *uintptr) int32:
+		*p = func(a0 uintptr, a1 int32, a2 int32, a3 *int32, a4 *int64, a5 *int64, a6 *uintptr) int32 {
+			r, _, _ := purego.SyscallN(addr, uintptr(a0), uintptr(a1), uintptr(a2), uintptr(unsafe.Pointer(a3)), uintptr(unsafe.Pointer(a4)), uintptr(unsafe.Pointer(a5)), uintptr(unsafe.Pointer(a6)))
+			return int32(r)
+		}
 	case *func(uintptr, int32, int32, *uintptr, int32) int32:
 		*p = func(a0 uintptr, a1 int32, a2 int32, a3 *uintptr, a4 int32) int32 {
 			r, _, _ := purego.SyscallN(addr, uintptr(a0), uintptr(a1), uintptr(a2), uintptr(unsafe.Pointer(a3)), uintptr(a4))

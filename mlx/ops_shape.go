@@ -146,6 +146,55 @@ func SplitAt(a *Array, indices []int, axis int) []*Array {
 	})
 }
 
+// Strided is one result of Views: its Shape, and Strides and Offset in
+// elements of the input taken in row-major order.
+type Strided struct {
+	Shape, Strides []int
+	Offset         int
+}
+
+// Views returns strided views of a, sharing its data, as one graph node on
+// the CPU: element idx of view i is a's element Offset + sum(idx[d] *
+// Strides[d]) in row-major order. Every view has as many dims and must stay
+// inside a. Each MLX view op (slice, reshape, transpose) is a node that
+// MLX's CPU schedules for a few microseconds; a layer cutting its fused
+// projections into heads made nine.
+func Views(a *Array, views ...Strided) []*Array {
+	c := begin("views")
+	h := c.in(a)
+	n := max(len(views), 1)
+	var nd int
+	if len(views) == 0 {
+		c.fail("no views")
+	} else {
+		nd = len(views[0].Shape)
+	}
+	shapes := make([]int32, 0, n*nd)
+	strides := make([]int64, 0, n*nd)
+	offsets := make([]int64, 0, n)
+	for i, v := range views {
+		if len(v.Shape) != nd || len(v.Strides) != nd {
+			c.fail("view %d has %d dims and %d strides, view 0 %d dims", i, len(v.Shape), len(v.Strides), nd)
+			break
+		}
+		shapes = append(shapes, i32s(v.Shape)...)
+		for _, s := range v.Strides {
+			strides = append(strides, int64(s))
+		}
+		offsets = append(offsets, int64(v.Offset))
+	}
+	var sp, op *int64
+	if len(strides) > 0 {
+		sp = &strides[0]
+	}
+	if len(offsets) > 0 {
+		op = &offsets[0]
+	}
+	return c.many(n, func(out *uintptr) int32 {
+		return fn.views(h, int32(len(views)), int32(nd), ptr32(shapes), sp, op, out)
+	})
+}
+
 // Slice is a[start:stop] on every axis, stride 1.
 func Slice(a *Array, start, stop []int) *Array {
 	strides := make([]int, len(start))

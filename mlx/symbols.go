@@ -59,6 +59,7 @@ var fn struct {
 	stack       func(arrs *uintptr, n int32, axis int32, out *uintptr) int32
 	splitEqual  func(a uintptr, num int32, axis int32, out *uintptr, cap int32) int32
 	splitAt     func(a uintptr, indices *int32, n int32, axis int32, out *uintptr, cap int32) int32
+	views       func(a uintptr, n int32, ndim int32, shapes *int32, strides *int64, offsets *int64, out *uintptr) int32
 	slice       func(a uintptr, start, stop, strides *int32, n int32, out *uintptr) int32
 	sliceDyn    func(a uintptr, start uintptr, axes *int32, naxes int32, sizes *int32, nsizes int32, out *uintptr) int32
 	sliceUpdate func(src, update uintptr, start, stop, strides *int32, n int32, out *uintptr) int32
@@ -232,6 +233,7 @@ func symbols() []symbol {
 		{"mlxgo_stack", &fn.stack},
 		{"mlxgo_split_equal", &fn.splitEqual},
 		{"mlxgo_split_at", &fn.splitAt},
+		{"mlxgo_views", &fn.views},
 		{"mlxgo_slice", &fn.slice},
 		{"mlxgo_slice_dynamic", &fn.sliceDyn},
 		{"mlxgo_slice_update", &fn.sliceUpdate},

@@ -47,10 +47,10 @@ type attention struct {
 
 func (a *attention) apply(x *mlx.Array, mask kv.Mask, c kv.Cache) *mlx.Array {
 	b, l := x.Dim(0), x.Dim(1)
-	p := a.qkv.Apply(x)
-	queries := mlx.Transpose(mlx.Reshape(p[0], b, l, a.heads, -1), 0, 2, 1, 3)
-	keys := mlx.Transpose(mlx.Reshape(p[1], b, l, a.kvHeads, -1), 0, 2, 1, 3)
-	values := mlx.Transpose(mlx.Reshape(p[2], b, l, a.kvHeads, -1), 0, 2, 1, 3)
+	// q/k/v projections reshaped to [B, L, heads, -1] and transposed to
+	// [B, heads, L, -1], as llama.py does.
+	p := a.qkv.Heads(x, a.heads, a.kvHeads, a.kvHeads)
+	queries, keys, values := p[0], p[1], p[2]
 	at := kv.PositionOf(c)
 	queries = a.rope.At(queries, at)
 	keys = a.rope.At(keys, at)

@@ -129,6 +129,46 @@ func (p *Projections) Apply(x *mlx.Array) []*mlx.Array {
 	return out
 }
 
+// Heads is Apply with output i cut into heads[i] attention heads as the
+// models write it, transpose(reshape(y, B, L, heads[i], -1), 0, 2, 1, 3):
+// [B, heads[i], L, width / heads[i]] for x of [B, L, in]. Fused, the cuts
+// are one Views node over the fused output, where a slice, a reshape and a
+// transpose each were nine nodes a layer, each a few microseconds of MLX's
+// CPU scheduling; the views address the same elements.
+func (p *Projections) Heads(x *mlx.Array, heads ...int) []*mlx.Array {
+	if p.fused != nil && x.Ndim() == 3 && len(heads) == len(p.widths) {
+		y := p.fused.Apply(x)
+		b, l, total := x.Dim(0), x.Dim(1), 0
+		for _, w := range p.widths {
+			total += w
+		}
+		specs := make([]mlx.Strided, len(heads))
+		at, ok := 0, true
+		for i, h := range heads {
+			w := p.widths[i]
+			ok = ok && h > 0 && w%h == 0
+			if !ok {
+				break
+			}
+			specs[i] = mlx.Strided{Shape: []int{b, h, l, w / h}, Strides: []int{l * total, w / h, total, 1}, Offset: at}
+			at += w
+		}
+		if ok {
+			return mlx.Views(y, specs...)
+		}
+		y.Free()
+	}
+	out := p.Apply(x)
+	for i := range out {
+		h := 1
+		if i < len(heads) {
+			h = heads[i]
+		}
+		out[i] = mlx.Transpose(mlx.Reshape(out[i], x.Dim(0), x.Dim(1), h, -1), 0, 2, 1, 3)
+	}
+	return out
+}
+
 // fuse is the packed linear of Projections, or nil, having loaded nothing.
 func (ws *Weights) fuse(paths []string, in int, outs []int) *Linear {
 	if ws.err != nil || !ws.pack || len(paths) < 2 {

@@ -104,6 +104,10 @@ MLXGO_API int mlxgo_stack(const mlxgo_array* arrs, int n, int axis, mlxgo_array*
 MLXGO_API int mlxgo_split_equal(mlxgo_array a, int num, int axis, mlxgo_array* out, int cap);
 /* Split at n indices; out must have room for n+1 handles. */
 MLXGO_API int mlxgo_split_at(mlxgo_array a, const int* indices, int n, int axis, mlxgo_array* out, int cap);
+// n strided views of a as one graph node: view i has shapes[i*ndim ..] and
+// strides[i*ndim ..], offsets[i], in elements of a in row-major order.
+MLXGO_API int mlxgo_views(mlxgo_array a, int n, int ndim, const int* shapes, const int64_t* strides,
+                          const int64_t* offsets, mlxgo_array* out);
 MLXGO_API int mlxgo_slice(mlxgo_array a, const int* start, const int* stop, const int* strides, int n, mlxgo_array* out);
 MLXGO_API int mlxgo_slice_dynamic(mlxgo_array a, mlxgo_array start, const int* axes, int naxes, const int* sizes, int nsizes, mlxgo_array* out);
 MLXGO_API int mlxgo_slice_update(mlxgo_array src, mlxgo_array update, const int* start, const int* stop, const int* strides, int n, mlxgo_array* out);
