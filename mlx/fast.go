@@ -111,3 +111,11 @@ func SwiGLU(gate, x *Array) *Array {
 	hg, hx := c.in(gate), c.in(x)
 	return c.do(func(out *uintptr) int32 { return fn.swiglu(hg, hx, out) })
 }
+
+// SwiGLUHalves is SwiGLU of the two halves of gu's last axis, the gate then
+// x: a fused gate/up projection's output as one node, without the slices.
+func SwiGLUHalves(gu *Array) *Array {
+	c := begin("swiglu")
+	h := c.in(gu)
+	return c.do(func(out *uintptr) int32 { return fn.swigluHalves(h, out) })
+}

@@ -575,6 +575,28 @@ func TestCPUKernelsSwiGLU(t *testing.T) {
 			z := mlx.SwiGLU(g, u)
 			return z, z.Err()
 		})
+		// SwiGLUHalves reads them in place; MLX's reference (kernels off) is
+		// the split and the op, and so is a transposed input's.
+		compareKernels(t, isaList, func() (*mlx.Array, error) {
+			z := mlx.SwiGLUHalves(mlx.FromSlice(y, 5, 3, 2000))
+			return z, z.Err()
+		})
+		compareKernels(t, isaList, func() (*mlx.Array, error) {
+			z := mlx.SwiGLUHalves(mlx.Transpose(mlx.FromSlice(y, 2000, 15), 1, 0))
+			return z, z.Err()
+		})
+		for _, dt := range floatDtypes[1:] {
+			compareKernels(t, isaList, func() (*mlx.Array, error) {
+				z := mlx.SwiGLUHalves(floatsAs(y[:64], dt, 2, 32))
+				return z, z.Err()
+			})
+		}
+		mlxtest.Do(t, func() error {
+			if mlx.SwiGLUHalves(mlx.FromSlice(y[:15], 3, 5)).Err() == nil {
+				return fmt.Errorf("odd last axis: no error")
+			}
+			return nil
+		})
 	})
 	t.Run("views", func(t *testing.T) {
 		g := randomFloats(r, 40*37, 12, 0.02)

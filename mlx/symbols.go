@@ -99,17 +99,18 @@ var fn struct {
 	gatherQMM       func(x, w, scales, biases, lhs, rhs uintptr, transpose, groupSize, bits int32, mode string, sorted int32, out *uintptr) int32
 	gatherMM        func(a, b, lhs, rhs uintptr, sorted int32, out *uintptr) int32
 
-	geluApprox  func(x uintptr, out *uintptr) int32
-	swiglu      func(gate, x uintptr, out *uintptr) int32
-	geglu       func(gate, x uintptr, out *uintptr) int32
-	computeG    func(aLog, a, dtBias uintptr, out *uintptr) int32
-	deltaStep   func(q, k, v, g, beta, state uintptr, out *uintptr, cap int32) int32
-	softcap     func(x uintptr, softcap *float32, out *uintptr) int32
-	rmsNorm     func(x, w uintptr, eps *float32, out *uintptr) int32
-	layerNorm   func(x, w, b uintptr, eps *float32, out *uintptr) int32
-	rope        func(x uintptr, dims, traditional, hasBase int32, base, scale *float32, offset int32, freqs uintptr, out *uintptr) int32
-	ropeDynamic func(x uintptr, dims, traditional, hasBase int32, base, scale *float32, offset, freqs uintptr, out *uintptr) int32
-	sdpa        func(q, k, v uintptr, scale *float32, maskMode string, mask, sinks uintptr, out *uintptr) int32
+	geluApprox   func(x uintptr, out *uintptr) int32
+	swiglu       func(gate, x uintptr, out *uintptr) int32
+	swigluHalves func(gu uintptr, out *uintptr) int32
+	geglu        func(gate, x uintptr, out *uintptr) int32
+	computeG     func(aLog, a, dtBias uintptr, out *uintptr) int32
+	deltaStep    func(q, k, v, g, beta, state uintptr, out *uintptr, cap int32) int32
+	softcap      func(x uintptr, softcap *float32, out *uintptr) int32
+	rmsNorm      func(x, w uintptr, eps *float32, out *uintptr) int32
+	layerNorm    func(x, w, b uintptr, eps *float32, out *uintptr) int32
+	rope         func(x uintptr, dims, traditional, hasBase int32, base, scale *float32, offset int32, freqs uintptr, out *uintptr) int32
+	ropeDynamic  func(x uintptr, dims, traditional, hasBase int32, base, scale *float32, offset, freqs uintptr, out *uintptr) int32
+	sdpa         func(q, k, v uintptr, scale *float32, maskMode string, mask, sinks uintptr, out *uintptr) int32
 
 	conv1d            func(in, w uintptr, stride, padding, dilation, groups int32, out *uintptr) int32
 	fft               func(a uintptr, kind, hasN, n, axis int32, out *uintptr) int32
@@ -270,6 +271,7 @@ func symbols() []symbol {
 
 		{"mlxgo_gelu_approx", &fn.geluApprox},
 		{"mlxgo_swiglu", &fn.swiglu},
+		{"mlxgo_swiglu_halves", &fn.swigluHalves},
 		{"mlxgo_geglu", &fn.geglu},
 		{"mlxgo_compute_g", &fn.computeG},
 		{"mlxgo_gated_delta_step", &fn.deltaStep},

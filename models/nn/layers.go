@@ -26,6 +26,11 @@ func (ws *Weights) MLP(path string, hidden, width int, bias bool) *MLP {
 
 // Apply is MLP.__call__.
 func (m *MLP) Apply(x *mlx.Array) *mlx.Array {
+	// Fused, gate and up are the halves of one output: swiglu reads them in
+	// place, one node where two slices and the op were three.
+	if y := m.gateUp.joined(x); y != nil {
+		return m.down.Apply(mlx.SwiGLUHalves(y))
+	}
 	p := m.gateUp.Apply(x)
 	return m.down.Apply(mlx.SwiGLU(p[0], p[1]))
 }

@@ -129,6 +129,15 @@ func (p *Projections) Apply(x *mlx.Array) []*mlx.Array {
 	return out
 }
 
+// joined is the fused linear's output, the projections side by side along
+// the last axis, or nil when they run one by one.
+func (p *Projections) joined(x *mlx.Array) *mlx.Array {
+	if p.fused == nil {
+		return nil
+	}
+	return p.fused.Apply(x)
+}
+
 // Heads is Apply with output i cut into heads[i] attention heads as the
 // models write it, transpose(reshape(y, B, L, heads[i], -1), 0, 2, 1, 3):
 // [B, heads[i], L, width / heads[i]] for x of [B, L, in]. Fused, the cuts
@@ -137,7 +146,7 @@ func (p *Projections) Apply(x *mlx.Array) []*mlx.Array {
 // CPU scheduling; the views address the same elements.
 func (p *Projections) Heads(x *mlx.Array, heads ...int) []*mlx.Array {
 	if p.fused != nil && x.Ndim() == 3 && len(heads) == len(p.widths) {
-		y := p.fused.Apply(x)
+		y := p.joined(x)
 		b, l, total := x.Dim(0), x.Dim(1), 0
 		for _, w := range p.widths {
 			total += w

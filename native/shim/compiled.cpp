@@ -184,4 +184,12 @@ int mlxgo_swiglu(mlxgo_array gate, mlxgo_array x, mlxgo_array* out) {
   MLXGO_END
 }
 
+// swiglu of the two halves of gu's last axis (gate, then x): a fused
+// gate/up projection's output without the two slices.
+int mlxgo_swiglu_halves(mlxgo_array gu, mlxgo_array* out) {
+  MLXGO_BEGIN
+  put(out, mlxgo::cpu::silu_mul_halves(arr(gu)));
+  MLXGO_END
+}
+
 }  // extern "C"

@@ -181,12 +181,35 @@ struct Rope {
 // same float operations per element (kern.inc's silu_mul), float32 only.
 struct SiluMul {
   static constexpr const char* name = "MlxgoSiluMul";
-  struct Params {};
-  static void run(const Params&, const std::vector<mx::array>& in, mx::array& out) {
+  // halves: one input, each of its rows the gate then the up projection
+  // (a fused gate/up matmul's output), instead of two.
+  struct Params {
+    bool halves;
+  };
+  static void run(const Params& p, const std::vector<mx::array>& in, mx::array& out) {
     const int64_t n = out.size();
-    const mx::array &g = in[0], &u = in[1];
     float* o = out.data<float>();
     const Isa* isa = active_isa();
+    if (p.halves) {
+      const mx::array& gu = in[0];
+      const int64_t D = out.shape(-1), R = D == 0 ? 0 : n / D;
+      const bool row_major = gu.flags().row_contiguous;
+      rows(R, D, [&](int64_t r) {
+        if (row_major) {
+          const float* row = gu.data<float>() + r * 2 * D;
+          isa->silu_mul(row, row + D, o + r * D, size_t(D));
+          return;
+        }
+        std::vector<float> gr(static_cast<size_t>(D)), ur(static_cast<size_t>(D));
+        for (int64_t i = 0; i < D; i++) {
+          gr[size_t(i)] = gu.data<float>()[loc(r * 2 * D + i, gu.shape(), gu.strides())];
+          ur[size_t(i)] = gu.data<float>()[loc(r * 2 * D + D + i, gu.shape(), gu.strides())];
+        }
+        isa->silu_mul(gr.data(), ur.data(), o + r * D, size_t(D));
+      });
+      return;
+    }
+    const mx::array &g = in[0], &u = in[1];
     if (g.flags().row_contiguous && u.flags().row_contiguous) {
       constexpr int64_t chunk = 4096;
       rows((n + chunk - 1) / chunk, chunk, [&](int64_t c) {
@@ -263,7 +286,19 @@ mx::array silu_mul(const mx::array& g, const mx::array& u) {
   if (!kernels_on() || !on_cpu_default() || g.dtype() != mx::float32 || u.dtype() != mx::float32 ||
       g.shape() != u.shape() || g.size() == 0)
     return stock();
-  return node<SiluMul>(g.shape(), mx::float32, {}, {g, u});
+  return node<SiluMul>(g.shape(), mx::float32, {false}, {g, u});
+}
+
+mx::array silu_mul_halves(const mx::array& gu) {
+  if (gu.ndim() == 0 || gu.shape(-1) % 2 != 0) throw std::invalid_argument("swiglu halves: the last axis is not even");
+  const int d = gu.shape(-1) / 2;
+  auto shape = gu.shape();
+  shape.back() = d;
+  if (!kernels_on() || !on_cpu_default() || gu.dtype() != mx::float32 || gu.size() == 0) {
+    auto parts = mx::split(gu, 2, -1);
+    return silu_mul(parts[0], parts[1]);
+  }
+  return node<SiluMul>(shape, mx::float32, {true}, {gu});
 }
 
 mx::array logsumexp(const mx::array& a, const std::vector<int>& axes, bool keepdims) {

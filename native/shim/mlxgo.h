@@ -187,6 +187,7 @@ MLXGO_API int mlxgo_fast_sdpa(mlxgo_array q, mlxgo_array k, mlxgo_array v, const
 /* ---- compiled.cpp: functions mlx-lm compiles (compiled on a GPU, where that changes the result) ---- */
 MLXGO_API int mlxgo_gelu_approx(mlxgo_array x, mlxgo_array* out);
 MLXGO_API int mlxgo_swiglu(mlxgo_array gate, mlxgo_array x, mlxgo_array* out);
+MLXGO_API int mlxgo_swiglu_halves(mlxgo_array gu, mlxgo_array* out);
 MLXGO_API int mlxgo_geglu(mlxgo_array gate, mlxgo_array x, mlxgo_array* out);
 MLXGO_API int mlxgo_logit_softcap(mlxgo_array x, const float* softcap, mlxgo_array* out);
 /* mlx-lm's gated_delta.py compute_g and _gated_delta_step_ops (out: y, state; cap >= 2). */
