@@ -344,6 +344,11 @@ func bindDirect(ptr any, addr uintptr) bool {
 			r, _, _ := purego.SyscallN(addr, uintptr(a0), uintptr(a1), uintptr(a2), uintptr(a3), uintptr(a4), uintptr(a5), uintptr(a6), uintptr(unsafe.Pointer(a7)))
 			return int32(r)
 		}
+	case *func(uintptr, uintptr, int32, int32, int32, int32, int32, uintptr, *uintptr) int32:
+		*p = func(a0 uintptr, a1 uintptr, a2 int32, a3 int32, a4 int32, a5 int32, a6 int32, a7 uintptr, a8 *uintptr) int32 {
+			r, _, _ := purego.SyscallN(addr, uintptr(a0), uintptr(a1), uintptr(a2), uintptr(a3), uintptr(a4), uintptr(a5), uintptr(a6), uintptr(a7), uintptr(unsafe.Pointer(a8)))
+			return int32(r)
+		}
 	case *func(uintptr, uintptr, uintptr, *float32, *float32, *uintptr) int32:
 		*p = func(a0 uintptr, a1 uintptr, a2 uintptr, a3 *float32, a4 *float32, a5 *uintptr) int32 {
 			r, _, _ := purego.SyscallN(addr, uintptr(a0), uintptr(a1), uintptr(a2), uintptr(unsafe.Pointer(a3)), uintptr(unsafe.Pointer(a4)), uintptr(unsafe.Pointer(a5)))

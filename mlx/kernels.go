@@ -155,6 +155,17 @@ func PackedMatmul(x *Array, p *Packed) *Array {
 	})
 }
 
+// PackedMatmulAdd is Add(res, PackedMatmul(x, p)), a residual connection
+// after a projection: one node when res has the product's shape and dtype
+// (the kernel adds it to each output as MLX's Add would), MLX's add else.
+func PackedMatmulAdd(x *Array, p *Packed, res *Array) *Array {
+	c := begin("cpu_packed_qmm_add")
+	hx, hp, hr := c.in(x), c.in(p.Data), c.in(res)
+	return c.do(func(out *uintptr) int32 {
+		return fn.cpuPackedQmmAdd(hx, hp, int32(p.N), int32(p.K), int32(p.Quant.GroupSize), int32(p.Quant.Bits), int32(p.Dtype), hr, out)
+	})
+}
+
 // PackedEmbedding is Dequantize(Take(w, ids), Take(scales, ids), Take(biases,
 // ids)) over the packed weight: nn.QuantizedEmbedding's lookup.
 func PackedEmbedding(ids *Array, p *Packed) *Array {

@@ -250,6 +250,31 @@ func TestCPUKernelsPacked(t *testing.T) {
 							return stockOrPacked(xa, w, s, b, s, b, q)
 						})
 					})
+					// the residual connection after a projection, res + x @ W.T, as
+					// MLX adds it; a res of another shape broadcasts through MLX's add
+					resv := randomFloats(r, c.m*c.n, 2, 0.02)
+					t.Run(name+"/matmul_add", func(t *testing.T) {
+						for _, shape := range [][]int{{c.m, c.n}, {c.n}} {
+							compareKernels(t, isaList, func() (*mlx.Array, error) {
+								xa, w, s, b := inputs()
+								rt := xdt
+								if sdt == mlx.Float32 {
+									rt = mlx.Float32
+								}
+								res := floatsAs(resv[:product(shape)], rt, shape...)
+								if cur, _ := mlx.CPUKernelsInUse(); cur.Kernels == mlx.KernelsMLX {
+									y := mlx.Add(res, mlx.QuantizedMatmul(xa, w, s, b, true, q))
+									return y, y.Err()
+								}
+								p, err := mlx.PackQuantized(w, s, b, q)
+								if err != nil {
+									return nil, err
+								}
+								y := mlx.PackedMatmulAdd(xa, p, res)
+								return y, y.Err()
+							})
+						}
+					})
 					if xdt != sdt {
 						continue
 					}
@@ -790,6 +815,14 @@ func TestCPUKernelsQuantizedFusedDequant(t *testing.T) {
 // stockOrPacked is MLX's stock quantized matmul of x by w (scales ss, biases
 // sb) when MLX's kernels are in use, else mlxgo's packed kernel on w packed
 // with scales s and biases b: the two sides of a quantized kernel comparison.
+func product(shape []int) int {
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	return n
+}
+
 func stockOrPacked(x, w, s, b, ss, sb *mlx.Array, q mlx.Quant) (*mlx.Array, error) {
 	if cur, _ := mlx.CPUKernelsInUse(); cur.Kernels == mlx.KernelsMLX {
 		y := mlx.QuantizedMatmul(x, w, ss, sb, true, q)

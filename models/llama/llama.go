@@ -45,7 +45,9 @@ type attention struct {
 	rope           *nn.RoPE
 }
 
-func (a *attention) apply(x *mlx.Array, mask kv.Mask, c kv.Cache) *mlx.Array {
+// apply is Attention.__call__, with the block's residual res added to its
+// output (h = x + r), which a packed output projection adds as it stores.
+func (a *attention) apply(x, res *mlx.Array, mask kv.Mask, c kv.Cache) *mlx.Array {
 	b, l := x.Dim(0), x.Dim(1)
 	// q/k/v projections reshaped to [B, L, heads, -1] and transposed to
 	// [B, heads, L, -1], as llama.py does.
@@ -55,7 +57,7 @@ func (a *attention) apply(x *mlx.Array, mask kv.Mask, c kv.Cache) *mlx.Array {
 	queries = a.rope.At(queries, at)
 	keys = a.rope.At(keys, at)
 	out := kv.Attention(c, queries, keys, values, a.scale, mask)
-	return a.o.Apply(mlx.Reshape(mlx.Transpose(out, 0, 2, 1, 3), b, l, -1))
+	return nn.AddApply(res, a.o, mlx.Reshape(mlx.Transpose(out, 0, 2, 1, 3), b, l, -1))
 }
 
 type block struct {
@@ -66,10 +68,8 @@ type block struct {
 }
 
 func (b *block) apply(x *mlx.Array, mask kv.Mask, c kv.Cache) *mlx.Array {
-	r := b.attn.apply(mlx.RMSNorm(x, b.inputNorm, b.eps), mask, c)
-	h := mlx.Add(x, r)
-	r = b.mlp.Apply(mlx.RMSNorm(h, b.postAttnNorm, b.eps))
-	return mlx.Add(h, r)
+	h := b.attn.apply(mlx.RMSNorm(x, b.inputNorm, b.eps), x, mask, c) // x + r
+	return nn.AddApply(h, b.mlp, mlx.RMSNorm(h, b.postAttnNorm, b.eps)) // h + r
 }
 
 // Model is llama.py's Model (LlamaModel and the lm head).

@@ -25,14 +25,20 @@ func (ws *Weights) MLP(path string, hidden, width int, bias bool) *MLP {
 }
 
 // Apply is MLP.__call__.
-func (m *MLP) Apply(x *mlx.Array) *mlx.Array {
-	// Fused, gate and up are the halves of one output: swiglu reads them in
-	// place, one node where two slices and the op were three.
+func (m *MLP) Apply(x *mlx.Array) *mlx.Array { return m.down.Apply(m.hidden(x)) }
+
+// ApplyAdd is res + Apply(x), the down projection adding res (AddApply).
+func (m *MLP) ApplyAdd(x, res *mlx.Array) *mlx.Array { return m.down.ApplyAdd(m.hidden(x), res) }
+
+// hidden is silu(gate(x)) * up(x). Fused, gate and up are the halves of one
+// output: swiglu reads them in place, one node where two slices and the op
+// were three.
+func (m *MLP) hidden(x *mlx.Array) *mlx.Array {
 	if y := m.gateUp.joined(x); y != nil {
-		return m.down.Apply(mlx.SwiGLUHalves(y))
+		return mlx.SwiGLUHalves(y)
 	}
 	p := m.gateUp.Apply(x)
-	return m.down.Apply(mlx.SwiGLU(p[0], p[1]))
+	return mlx.SwiGLU(p[0], p[1])
 }
 
 // Head is a model's output projection: lm_head, or the embedding's

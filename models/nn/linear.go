@@ -68,6 +68,25 @@ func (l *Linear) Apply(x *mlx.Array) *mlx.Array {
 	return l.apply(x)
 }
 
+// ApplyAdd is res + Apply(x), a residual connection after the linear:
+// packed, without a bias or adapters, one node (the quantized matmul adds
+// res as it stores its outputs) where the matmul and MLX's add were two.
+func (l *Linear) ApplyAdd(x, res *mlx.Array) *mlx.Array {
+	if l.lora == nil && l.packed != nil && l.bias == nil {
+		return mlx.PackedMatmulAdd(x, l.packed, res)
+	}
+	return mlx.Add(res, l.Apply(x))
+}
+
+// AddApply is res + l.Apply(x), the residual connection after l, as one
+// node when l can add res itself (Linear and MLP when packed).
+func AddApply(res *mlx.Array, l Layer, x *mlx.Array) *mlx.Array {
+	if r, ok := l.(interface{ ApplyAdd(x, res *mlx.Array) *mlx.Array }); ok {
+		return r.ApplyAdd(x, res)
+	}
+	return mlx.Add(res, l.Apply(x))
+}
+
 // apply is Linear.__call__: addmm with a bias, x @ W.T without; the
 // quantized form adds its bias after the quantized matmul.
 func (l *Linear) apply(x *mlx.Array) *mlx.Array {

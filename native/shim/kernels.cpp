@@ -444,6 +444,31 @@ struct PackedMatmul {
   }
 };
 
+// res + x @ W.T, a residual connection after a projection, as one node: the
+// product as PackedMatmul makes it, then MLX's Add of the two in their dtype
+// (float(a) + float(b), rounded once; the same result in either order).
+struct PackedMatmulAdd {
+  static constexpr const char* name = "MlxgoPackedQuantizedMatmulAdd";
+  using Params = PackedLayout;
+  template <class TT>
+  static void add(const mx::array& r, mx::array& out) {
+    TT* o = out.data<TT>();
+    const TT* rp = r.data<TT>();
+    const size_t n = out.size();
+    if (r.flags().row_contiguous) {
+      for (size_t i = 0; i < n; i++) o[i] = static_cast<TT>(rp[i] + o[i]);
+    } else {
+      for (size_t i = 0; i < n; i++) o[i] = static_cast<TT>(rp[loc(int64_t(i), r.shape(), r.strides())] + o[i]);
+    }
+  }
+  static void run(const Params& p, const std::vector<mx::array>& in, mx::array& out) {
+    run_packed_qmm(in[0], in[1], out, p);
+    if (out.dtype() == mx::float32) add<float>(in[2], out);
+    else if (out.dtype() == mx::float16) add<mx::float16_t>(in[2], out);
+    else add<mx::bfloat16_t>(in[2], out);
+  }
+};
+
 struct PackedEmbedding {
   static constexpr const char* name = "MlxgoPackedEmbedding";
   using Params = PackedLayout;
@@ -922,6 +947,28 @@ int mlxgo_cpu_packed_qmm(mlxgo_array x, mlxgo_array packed, int n, int k, int gr
   auto shape = xa.shape();
   shape.back() = n;
   shim::put(out, kc::node<kc::PackedMatmul>(shape, xa.dtype(), p, {xa, pa}));
+  MLXGO_END
+}
+
+// res + x @ W.T: one node when res is of the product's shape and dtype,
+// otherwise the product and MLX's add (which broadcasts and promotes).
+int mlxgo_cpu_packed_qmm_add(mlxgo_array x, mlxgo_array packed, int n, int k, int group_size, int bits, int dtype,
+                             mlxgo_array res, mlxgo_array* out) {
+  MLXGO_BEGIN
+  auto xa = shim::arr(x, "x");
+  auto ra = shim::arr(res, "res");
+  auto [pa, p] = packed_weight(packed, n, k, bits, group_size, dtype);
+  if (xa.ndim() < 1 || xa.shape(-1) != k) throw shim::ArgError("x's last dimension does not match the weight");
+  auto rt = mx::promote_types(xa.dtype(), shim::dtype(dtype));
+  if (!kc::dt_of(rt)) throw shim::ArgError("packed matmul needs floating-point x");
+  xa = mx::astype(xa, rt);
+  auto shape = xa.shape();
+  shape.back() = n;
+  if (ra.shape() == shape && ra.dtype() == rt && ra.size() > 0) {
+    shim::put(out, kc::node<kc::PackedMatmulAdd>(shape, rt, p, {xa, pa, ra}));
+  } else {
+    shim::put(out, mx::add(ra, kc::node<kc::PackedMatmul>(shape, rt, p, {xa, pa})));
+  }
   MLXGO_END
 }
 

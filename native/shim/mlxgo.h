@@ -246,6 +246,8 @@ MLXGO_API int mlxgo_cpu_pack_qweight(mlxgo_array w, mlxgo_array scales, mlxgo_ar
 /* x @ W.T over a packed weight of n rows and k columns; dtype is the scales' dtype code. */
 MLXGO_API int mlxgo_cpu_packed_qmm(mlxgo_array x, mlxgo_array packed, int n, int k, int group_size, int bits,
                                    int dtype, mlxgo_array* out);
+MLXGO_API int mlxgo_cpu_packed_qmm_add(mlxgo_array x, mlxgo_array packed, int n, int k, int group_size, int bits,
+                                       int dtype, mlxgo_array res, mlxgo_array* out);
 /* Rows ids of a packed weight, dequantized: QuantizedEmbedding's lookup. */
 MLXGO_API int mlxgo_cpu_packed_embed(mlxgo_array ids, mlxgo_array packed, int n, int k, int group_size, int bits,
                                      int dtype, mlxgo_array* out);
