@@ -68,7 +68,7 @@ type block struct {
 }
 
 func (b *block) apply(x *mlx.Array, mask kv.Mask, c kv.Cache) *mlx.Array {
-	h := b.attn.apply(mlx.RMSNorm(x, b.inputNorm, b.eps), x, mask, c) // x + r
+	h := b.attn.apply(mlx.RMSNorm(x, b.inputNorm, b.eps), x, mask, c)   // x + r
 	return nn.AddApply(h, b.mlp, mlx.RMSNorm(h, b.postAttnNorm, b.eps)) // h + r
 }
 

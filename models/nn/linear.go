@@ -78,10 +78,15 @@ func (l *Linear) ApplyAdd(x, res *mlx.Array) *mlx.Array {
 	return mlx.Add(res, l.Apply(x))
 }
 
+// adder is a layer that adds a residual to its output itself.
+type adder interface {
+	ApplyAdd(x, res *mlx.Array) *mlx.Array
+}
+
 // AddApply is res + l.Apply(x), the residual connection after l, as one
 // node when l can add res itself (Linear and MLP when packed).
 func AddApply(res *mlx.Array, l Layer, x *mlx.Array) *mlx.Array {
-	if r, ok := l.(interface{ ApplyAdd(x, res *mlx.Array) *mlx.Array }); ok {
+	if r, ok := l.(adder); ok {
 		return r.ApplyAdd(x, res)
 	}
 	return mlx.Add(res, l.Apply(x))

@@ -812,6 +812,28 @@ std::pair<mx::array, kc::PackedLayout> packed_weight(mlxgo_array packed, int n, 
   return {pa, p};
 }
 
+// A packed matmul's checked arguments: x cast to the result type,
+// quantized_matmul's (x, scales and biases promoted together: float32 x with
+// float16 scales computes in float32, the scales cast exactly), the weight,
+// its layout, and the product's shape.
+struct PackedQmmArgs {
+  mx::array x, w;
+  kc::PackedLayout p;
+  mx::Shape shape;
+};
+
+PackedQmmArgs packed_qmm_args(mlxgo_array x, mlxgo_array packed, int n, int k, int group_size, int bits, int dtype) {
+  auto xa = shim::arr(x, "x");
+  auto [pa, p] = packed_weight(packed, n, k, bits, group_size, dtype);
+  if (xa.ndim() < 1 || xa.shape(-1) != k) throw shim::ArgError("x's last dimension does not match the weight");
+  auto rt = mx::promote_types(xa.dtype(), shim::dtype(dtype));
+  if (!kc::dt_of(rt)) throw shim::ArgError("packed matmul needs floating-point x");
+  xa = mx::astype(xa, rt);
+  auto shape = xa.shape();
+  shape.back() = n;
+  return {xa, pa, p, shape};
+}
+
 }  // namespace
 
 extern "C" {
@@ -936,17 +958,8 @@ int mlxgo_cpu_pack_qweight(mlxgo_array w, mlxgo_array scales, mlxgo_array biases
 int mlxgo_cpu_packed_qmm(mlxgo_array x, mlxgo_array packed, int n, int k, int group_size, int bits, int dtype,
                          mlxgo_array* out) {
   MLXGO_BEGIN
-  auto xa = shim::arr(x, "x");
-  auto [pa, p] = packed_weight(packed, n, k, bits, group_size, dtype);
-  if (xa.ndim() < 1 || xa.shape(-1) != k) throw shim::ArgError("x's last dimension does not match the weight");
-  // quantized_matmul's result type: x, scales and biases promoted together
-  // (float32 x with float16 scales computes in float32, scales cast exactly).
-  auto rt = mx::promote_types(xa.dtype(), shim::dtype(dtype));
-  if (!kc::dt_of(rt)) throw shim::ArgError("packed matmul needs floating-point x");
-  xa = mx::astype(xa, rt);
-  auto shape = xa.shape();
-  shape.back() = n;
-  shim::put(out, kc::node<kc::PackedMatmul>(shape, xa.dtype(), p, {xa, pa}));
+  auto q = packed_qmm_args(x, packed, n, k, group_size, bits, dtype);
+  shim::put(out, kc::node<kc::PackedMatmul>(q.shape, q.x.dtype(), q.p, {q.x, q.w}));
   MLXGO_END
 }
 
@@ -955,19 +968,12 @@ int mlxgo_cpu_packed_qmm(mlxgo_array x, mlxgo_array packed, int n, int k, int gr
 int mlxgo_cpu_packed_qmm_add(mlxgo_array x, mlxgo_array packed, int n, int k, int group_size, int bits, int dtype,
                              mlxgo_array res, mlxgo_array* out) {
   MLXGO_BEGIN
-  auto xa = shim::arr(x, "x");
   auto ra = shim::arr(res, "res");
-  auto [pa, p] = packed_weight(packed, n, k, bits, group_size, dtype);
-  if (xa.ndim() < 1 || xa.shape(-1) != k) throw shim::ArgError("x's last dimension does not match the weight");
-  auto rt = mx::promote_types(xa.dtype(), shim::dtype(dtype));
-  if (!kc::dt_of(rt)) throw shim::ArgError("packed matmul needs floating-point x");
-  xa = mx::astype(xa, rt);
-  auto shape = xa.shape();
-  shape.back() = n;
-  if (ra.shape() == shape && ra.dtype() == rt && ra.size() > 0) {
-    shim::put(out, kc::node<kc::PackedMatmulAdd>(shape, rt, p, {xa, pa, ra}));
+  auto q = packed_qmm_args(x, packed, n, k, group_size, bits, dtype);
+  if (ra.shape() == q.shape && ra.dtype() == q.x.dtype() && ra.size() > 0) {
+    shim::put(out, kc::node<kc::PackedMatmulAdd>(q.shape, q.x.dtype(), q.p, {q.x, q.w, ra}));
   } else {
-    shim::put(out, mx::add(ra, kc::node<kc::PackedMatmul>(shape, rt, p, {xa, pa})));
+    shim::put(out, mx::add(ra, kc::node<kc::PackedMatmul>(q.shape, q.x.dtype(), q.p, {q.x, q.w})));
   }
   MLXGO_END
 }
