@@ -222,7 +222,7 @@ native-cuda:
 # ---- The CUDA pack on a GPU machine (testdata/gpu/run.sh) ----
 # `make gpu-check` prepares what travels to the GPU machine in .gpu/ (git-ignored through
 # .git/info/exclude; carried, 64 MiB a call): the 90 MB mlx-cuda-13 wheel in two parts,
-# the static mlxgo, mkpack and models.test binaries with the CUDA shim, the Llama 3.1
+# the static mlxgo, mkpack, models.test and gen.test binaries with the CUDA shim, the Llama 3.1
 # tokenizer, and the mlx + mlx-lm wheels. Then, on the device, three calls:
 #   1. carry .gpu/p1:  testdata/gpu/run.sh stash
 #   2. carry .gpu/p2:  DEADLINE=540 testdata/gpu/run.sh install verify l1 bench1b summary
@@ -237,6 +237,7 @@ gpu-check: native-cuda data-tok
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(GPU)/stage/bin/mlxgo .
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(GPU)/stage/bin/mkpack ./native/mkpack
 	CGO_ENABLED=0 $(GO) test -c -trimpath -ldflags "-s -w" -o $(GPU)/stage/bin/models.test ./models
+	CGO_ENABLED=0 $(GO) test -c -trimpath -ldflags "-s -w" -o $(GPU)/stage/bin/gen.test ./gen
 	cp $(CACHE)/native/build/linux-amd64-cuda13/libmlxgo.so $(GPU)/stage/bin/
 	cp -r $(DATA)/tokenizers/llama3_1 $(GPU)/stage/tok/
 	tar -cJf $(GPU)/p2/bin.tar.xz -C $(GPU)/stage bin tok

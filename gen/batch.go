@@ -421,10 +421,10 @@ func (b *Batch) decode() error {
 		together = b.group(together)
 		last := make([]*mlx.Array, len(together))
 		for i, r := range together {
-			last[i] = mlx.AsType(input[r], mlx.Int32)
+			last[i] = input[r]
 		}
 		n := len(together)
-		tokens := mlx.Reshape(mlx.Concatenate(last, 0), n, 1)
+		tokens := mlx.Reshape(mlx.AsType(mlx.Concatenate(last, 0), mlx.Int32), n, 1)
 		var logits *mlx.Array
 		if b.kv != nil {
 			logits = b.padded.ForwardPadded(tokens, b.kv.Caches())
@@ -441,12 +441,8 @@ func (b *Batch) decode() error {
 		if sh := logits.Shape(); len(sh) != 3 || sh[0] != n || sh[1] != 1 {
 			return fmt.Errorf("cannot run the model: logits of shape %v for %d rows, want [%d, 1, vocab]", sh, n, n)
 		}
-		for i, r := range together {
-			y, lp, err := r.sampleRow(last[i], logits, i)
-			if err != nil {
-				return err
-			}
-			next[r] = [2]*mlx.Array{y, lp}
+		if err := sampleRows(together, last, logits, next); err != nil {
+			return err
 		}
 	}
 	var arrs []*mlx.Array
@@ -565,15 +561,63 @@ func (b *Batch) dissolve() {
 	}
 }
 
-// sampleRow is loop.choose for row i of a batch's logits [B, 1, V].
-func (r *batchRow) sampleRow(input, logits *mlx.Array, i int) (y, logprobs *mlx.Array, err error) {
-	s := mlx.NewScope()
-	defer s.Close()
-	v := logits.Dim(2)
-	row := mlx.Reshape(mlx.Slice(logits, []int{i, 0, 0}, []int{i + 1, 1, v}), 1, v)
-	y, logprobs, err = r.l.choose(input, row, s)
-	r.keepHistory()
-	return y, logprobs, err
+// sampleRows is loop.choose for each row of a batch's logits [B, 1, V],
+// rows[i] fed inputs[i], into next. The rows without logits processors
+// share one log-softmax over [B, V], and the greedy ones one argmax, as
+// mlx-lm's BatchGenerator computes them; each row's are views of those.
+// That is the same arithmetic per row as choose on the row alone: MLX's
+// LogSumExp (the node mx.logsumexp builds for [1, V] too) and ArgReduce
+// reduce each row on its own, with a kernel picked by the row's length on
+// the CPU and the GPU, and the subtraction is per element (the batch
+// tests pin it). On the GPU it is three kernels a step instead of three a
+// row. A row with processors goes through choose with its own history.
+func sampleRows(rows []*batchRow, inputs []*mlx.Array, logits *mlx.Array, next map[*batchRow][2]*mlx.Array) error {
+	n, v := logits.Dim(0), logits.Dim(2)
+	var nPlain, nGreedy int
+	for _, r := range rows {
+		if len(r.l.procs) == 0 {
+			nPlain++
+			if _, ok := r.l.sampler.(greedy); ok {
+				nGreedy++
+			}
+		}
+	}
+	var lps, ys *mlx.Array
+	if nPlain > 0 {
+		flat := mlx.Reshape(logits, n, v)
+		lps = mlx.Subtract(flat, mlx.LogSumExp(flat, []int{-1}, true))
+	}
+	if nGreedy > 0 {
+		ys = mlx.Argmax(lps, -1, false)
+	}
+	for i, r := range rows {
+		s := mlx.NewScope()
+		var y, lp *mlx.Array
+		var err error
+		switch {
+		case len(r.l.procs) > 0:
+			row := mlx.Reshape(mlx.Slice(logits, []int{i, 0, 0}, []int{i + 1, 1, v}), 1, v)
+			y, lp, err = r.l.choose(mlx.AsType(inputs[i], mlx.Int32), row, s)
+		default:
+			lp = mlx.Slice(lps, []int{i, 0}, []int{i + 1, v})
+			if _, ok := r.l.sampler.(greedy); ok {
+				y = mlx.Slice(ys, []int{i}, []int{i + 1})
+			} else {
+				y = r.l.sampler.Sample(lp)
+			}
+			if err = y.Err(); err != nil {
+				err = fmt.Errorf("cannot sample: %w", err)
+			}
+			s.Keep(y, lp)
+		}
+		r.keepHistory()
+		s.Close()
+		if err != nil {
+			return err
+		}
+		next[r] = [2]*mlx.Array{y, lp}
+	}
+	return nil
 }
 
 // accept reads r's pending token and handles it as generate_step's caller

@@ -141,7 +141,7 @@ func TestBatchCloseAndLeaks(t *testing.T) {
 }
 
 // TestBatchLogprobs: rows report the same log-probabilities (token and top
-// alternatives) as Generate does alone.
+// alternatives) as Generate does alone, greedy and sampled.
 func TestBatchLogprobs(t *testing.T) {
 	m := loadTiny(t, "qwen3-bf16")
 	type rowLP struct{ serial, batch []Logprob }
@@ -149,7 +149,9 @@ func TestBatchLogprobs(t *testing.T) {
 	mlxtest.Do(t, func() error {
 		b := NewBatch(m)
 		for i := range out {
-			o := Options{MaxTokens: 6 + i, Sampler: SamplerOptions{Temp: 0.9}, TopLogprobs: 3 + i, VocabSize: 512}
+			// Row 0 greedy: its token and log-probabilities are views of
+			// the batch's shared argmax and log-softmax (sampleRows).
+			o := Options{MaxTokens: 6 + i, Sampler: SamplerOptions{Temp: 0.9 * float64(min(i, 1))}, TopLogprobs: 3 + i, VocabSize: 512}
 			o.Logprobs = func(lp Logprob) { out[i].serial = append(out[i].serial, lp) }
 			prompt := promptIDs(5+7*i, 512)
 			if _, _, err := serialRun(m, batchSpec{prompt: prompt, o: o, seed: uint64(i)}); err != nil {

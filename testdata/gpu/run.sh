@@ -23,6 +23,11 @@
 #   hostcost the host's share of a decode step on the 1B shape (models.test benchmarks):
 #            building one step's graph, and decode with and without pipelining; the
 #            same three loops for mlx-lm (hostcost_mlxlm.py)
+#   genhost  where gen adds to a decode step on the 1B shape (gen.test BenchmarkGenerateHost:
+#            the bare pipelined loop, plus log-softmax, and gen.Generate; GENHOST_ROUNDS rounds
+#            at each of GENHOST_PROMPTS' prompt lengths), a Go CPU profile of Generate (512-token
+#            prompt), and the CLI's generate with
+#            a line per step (MLXGO_TRACE_STEPS=1)
 #   summary  one table from the bench JSON
 #
 # Run from the repo root: testdata/gpu/run.sh STAGE... ; `make gpu-check` prepares what
@@ -220,6 +225,28 @@ stage_hostcost() {
 			-test.bench 'SmolLM2(BuildStep|Decode)' -test.benchtime 200x) 2>&1 | tee "$OUT/hostcost-$m.txt" | grep -E '^Bench|FAIL|ok'
 		"$PY" testdata/gpu/hostcost_mlxlm.py --model "$W/big/$m" --steps 200 2>&1 | tee -a "$OUT/hostcost-$m.txt" | grep '^mlx-lm'
 		keep "$OUT/hostcost-$m.txt"
+	done
+}
+
+stage_genhost() {
+	export MLXGO_NATIVE_DIR=$PACK
+	local m r p
+	for m in ${GENHOST_SHAPES:-llama1b-bf16 llama1b-q4g64}; do
+		[ -d "$W/big/$m" ] || { log "genhost: $m not made (run big1b first)"; continue; }
+		for r in $(seq "${GENHOST_ROUNDS:-3}"); do
+			for p in ${GENHOST_PROMPTS:-32 512}; do
+				echo "genhost $m prompt $p round $r" | tee -a "$OUT/genhost-$m.txt"
+				MLXGO_BENCH_MODEL=$W/big/$m MLXGO_BENCH_PROMPT_TOKENS=$p "$W/bin/gen.test" -test.run '^$' \
+					-test.bench GenerateHost -test.benchtime 200x 2>&1 | tee -a "$OUT/genhost-$m.txt" | grep -E '^Bench|FAIL'
+			done
+		done
+		MLXGO_BENCH_MODEL=$W/big/$m MLXGO_BENCH_PROMPT_TOKENS=512 "$W/bin/gen.test" -test.run '^$' -test.bench 'GenerateHost/generate' \
+			-test.benchtime 1000x -test.cpuprofile "$OUT/genhost-$m.pprof" 2>&1 | tee -a "$OUT/genhost-$m.txt" | grep -E '^Bench|FAIL'
+		seq -f 'word%g' 250 | tr '\n' ' ' > "$W/genhost-prompt.txt"
+		MLXGO_TRACE_STEPS=1 "$W/bin/mlxgo" generate -m "$W/big/$m" --raw --temp 0 --ignore-eos --max-tokens 256 \
+			--json-stats < "$W/genhost-prompt.txt" > "$OUT/genhost-cli-$m.json" 2> "$OUT/genhost-cli-$m.trace"
+		echo "cli $m: rc=$? $(tail -c 400 "$OUT/genhost-cli-$m.json" | tr -d '\n')"
+		keep "$OUT/genhost-$m.txt" "$OUT/genhost-$m.pprof"
 	done
 }
 
