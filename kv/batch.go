@@ -144,7 +144,40 @@ func (b *Batch) Join(caches []Cache) (int, error) {
 	}
 	b.pads = append(b.pads, at-n)
 	b.removed = append(b.removed, false)
+	if err := settle(b.buffers()...); err != nil {
+		return 0, fmt.Errorf("cannot join the decode batch: %w", err)
+	}
 	return len(b.pads) - 1, nil // compacted above: no row has left
+}
+
+// buffers is every layer's keys and values.
+func (b *Batch) buffers() []*mlx.Array {
+	var arrs []*mlx.Array
+	for _, l := range b.layers {
+		if l.keys != nil {
+			arrs = append(arrs, l.keys, l.values)
+		}
+	}
+	return arrs
+}
+
+// settle evaluates what the batch just rebuilt (a join's buffers, a
+// compaction's, a leaving row's copies) as a graph of its own, before the
+// next decode step is built on it. Why: on a GPU MLX records an evaluation
+// as CUDA graphs of 100 ops each (H100/H200) and launches a cached
+// instantiation only when the next graph has the same kernels in the same
+// places; copies queued in front of a step's forward shift every 100-op
+// chunk of it. On an H200 a step in which a row had joined or left took
+// 20-50 ms whatever its rows (2 to 63), against 11 ms for 63 rows
+// otherwise (testdata/gpu/results/2026-12-04-h200-genhost/); those chunks
+// instantiated anew are the suspected cause, not yet measured with this
+// change (no GPU was lent after it). On the CPU it is one more evaluation
+// call a change, not a step.
+func settle(arrs ...*mlx.Array) error {
+	if len(arrs) == 0 {
+		return nil
+	}
+	return mlx.AsyncEval(arrs...)
 }
 
 // gone is the number of rows that left and are not yet compacted away.
@@ -172,6 +205,14 @@ func (b *Batch) Leave(i int) ([]Cache, error) {
 		c := NewKVCache()
 		c.keys, c.values, c.offset = replace(nil, wholeSteps(k, n)), replace(nil, wholeSteps(v, n)), n
 		out[li] = c
+	}
+	var arrs []*mlx.Array
+	for _, c := range out {
+		arrs = append(arrs, c.(*KVCache).keys, c.(*KVCache).values)
+	}
+	if err := settle(arrs...); err != nil {
+		FreeAll(out)
+		return nil, fmt.Errorf("cannot leave the decode batch: %w", err)
 	}
 	b.removed[j] = true
 	return out, nil
@@ -227,6 +268,9 @@ func (b *Batch) compact() {
 	}
 	b.pads = pads
 	b.removed = make([]bool, len(pads))
+	// A failure to evaluate the compacted buffers is the next step's: its
+	// evaluation, over them, reports it.
+	_ = settle(b.buffers()...)
 }
 
 // Free releases every buffer; the batch is empty afterwards.
