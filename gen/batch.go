@@ -102,6 +102,9 @@ type Batch struct {
 	waiting  []*batchRow // admitted, prompt not finished; the first prefills
 	decoding []*batchRow
 	steps    int
+	// built and queued are when the last decode finished building its graph
+	// and returned from mlx.AsyncEval ($MLXGO_TRACE_STEPS).
+	built, queued time.Time
 	// kv holds the caches of the rows decoding together in one padded
 	// buffer per layer (kv.Batch), members in its row order; a member's own
 	// l.caches is nil until it leaves. Nil until two rows decode together.
@@ -229,6 +232,7 @@ func (b *Batch) Step() error {
 		t.prefilled = time.Now()
 	}
 	t.decoding = len(b.decoding)
+	t.decodeStart = time.Now()
 	if len(b.decoding) > 0 {
 		if err := b.decode(); err != nil {
 			b.endAll(err)
@@ -236,6 +240,7 @@ func (b *Batch) Step() error {
 		}
 	}
 	if traceSteps {
+		t.built, t.queued = b.built, b.queued
 		t.print(b.steps)
 	}
 	b.steps++
@@ -259,12 +264,21 @@ type stepTrace struct {
 	start, prefilled time.Time // prefilled: when the prefill chunk ended (start when none ran)
 	prefill          int       // prompt tokens left before this step's chunk; 0: none
 	decoding         int       // rows this step decoded
+	// The decode's phases: building its graph (from decodeStart to built),
+	// mlx.AsyncEval (to queued: MLX's CPU evaluation returns only when few
+	// of the step's tasks are left), reading the tokens (to the end).
+	decodeStart, built, queued time.Time
 }
 
 func (t stepTrace) print(step int) {
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1e3 }
-	fmt.Fprintf(os.Stderr, "mlxgo: step %d: prefill %d tokens %.2f ms, decode %d rows %.2f ms\n",
+	line := fmt.Sprintf("mlxgo: step %d: prefill %d tokens %.2f ms, decode %d rows %.2f ms",
 		step, t.prefill, ms(t.prefilled.Sub(t.start)), t.decoding, ms(time.Since(t.prefilled)))
+	if t.decoding > 0 && t.queued.After(t.decodeStart) {
+		line += fmt.Sprintf(" (graph %.2f, queue %.2f, read %.2f)", ms(t.built.Sub(t.decodeStart)),
+			ms(t.queued.Sub(t.built)), ms(time.Since(t.queued)))
+	}
+	fmt.Fprintln(os.Stderr, line)
 }
 
 // Close ends every row with ErrBatchClosed.
@@ -455,6 +469,7 @@ func (b *Batch) decode() error {
 			}
 		}
 	}
+	b.built = time.Now()
 	if len(arrs) > 0 {
 		if err := mlx.AsyncEval(arrs...); err != nil {
 			for _, yl := range next {
@@ -464,6 +479,7 @@ func (b *Batch) decode() error {
 			return fmt.Errorf("cannot run the model: %w", err)
 		}
 	}
+	b.queued = time.Now()
 	for _, r := range aheadRows {
 		if _, ok := b.accept(r); !ok {
 			yl := next[r]

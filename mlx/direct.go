@@ -309,6 +309,16 @@ func bindDirect(ptr any, addr uintptr) bool {
 			r, _, _ := purego.SyscallN(addr, uintptr(a0), uintptr(a1), uintptr(unsafe.Pointer(a2)), uintptr(unsafe.Pointer(a3)))
 			return int32(r)
 		}
+	case *func(uintptr, uintptr, *float32, uintptr, int32, int32, int32, int32, int32, *uintptr) int32:
+		*p = func(a0 uintptr, a1 uintptr, a2 *float32, a3 uintptr, a4 int32, a5 int32, a6 int32, a7 int32, a8 int32, a9 *uintptr) int32 {
+			r, _, _ := purego.SyscallN(addr, uintptr(a0), uintptr(a1), uintptr(unsafe.Pointer(a2)), uintptr(a3), uintptr(a4), uintptr(a5), uintptr(a6), uintptr(a7), uintptr(a8), uintptr(unsafe.Pointer(a9)))
+			return int32(r)
+		}
+	case *func(uintptr, uintptr, *float32, uintptr, uintptr, int32, int32, int32, int32, int32, int32, int32, int32, uintptr, *uintptr) int32:
+		*p = func(a0 uintptr, a1 uintptr, a2 *float32, a3 uintptr, a4 uintptr, a5 int32, a6 int32, a7 int32, a8 int32, a9 int32, a10 int32, a11 int32, a12 int32, a13 uintptr, a14 *uintptr) int32 {
+			r, _, _ := purego.SyscallN(addr, uintptr(a0), uintptr(a1), uintptr(unsafe.Pointer(a2)), uintptr(a3), uintptr(a4), uintptr(a5), uintptr(a6), uintptr(a7), uintptr(a8), uintptr(a9), uintptr(a10), uintptr(a11), uintptr(a12), uintptr(a13), uintptr(unsafe.Pointer(a14)))
+			return int32(r)
+		}
 	case *func(uintptr, uintptr, *int32, *int32, *int32, int32, *uintptr) int32:
 		*p = func(a0 uintptr, a1 uintptr, a2 *int32, a3 *int32, a4 *int32, a5 int32, a6 *uintptr) int32 {
 			r, _, _ := purego.SyscallN(addr, uintptr(a0), uintptr(a1), uintptr(unsafe.Pointer(a2)), uintptr(unsafe.Pointer(a3)), uintptr(unsafe.Pointer(a4)), uintptr(a5), uintptr(unsafe.Pointer(a6)))
@@ -332,6 +342,11 @@ func bindDirect(ptr any, addr uintptr) bool {
 	case *func(uintptr, uintptr, int32, *uintptr) int32:
 		*p = func(a0 uintptr, a1 uintptr, a2 int32, a3 *uintptr) int32 {
 			r, _, _ := purego.SyscallN(addr, uintptr(a0), uintptr(a1), uintptr(a2), uintptr(unsafe.Pointer(a3)))
+			return int32(r)
+		}
+	case *func(uintptr, uintptr, int32, int32, int32, int32, *cRopeSpec, *uintptr) int32:
+		*p = func(a0 uintptr, a1 uintptr, a2 int32, a3 int32, a4 int32, a5 int32, a6 *cRopeSpec, a7 *uintptr) int32 {
+			r, _, _ := purego.SyscallN(addr, uintptr(a0), uintptr(a1), uintptr(a2), uintptr(a3), uintptr(a4), uintptr(a5), uintptr(unsafe.Pointer(a6)), uintptr(unsafe.Pointer(a7)))
 			return int32(r)
 		}
 	case *func(uintptr, uintptr, int32, int32, int32, int32, *uintptr) int32:
@@ -373,6 +388,11 @@ func bindDirect(ptr any, addr uintptr) bool {
 	case *func(uintptr, uintptr, uintptr, *uintptr) int32:
 		*p = func(a0 uintptr, a1 uintptr, a2 uintptr, a3 *uintptr) int32 {
 			r, _, _ := purego.SyscallN(addr, uintptr(a0), uintptr(a1), uintptr(a2), uintptr(unsafe.Pointer(a3)))
+			return int32(r)
+		}
+	case *func(uintptr, uintptr, uintptr, int32, *cRopeSpec, *float32, int32, uintptr, *uintptr) int32:
+		*p = func(a0 uintptr, a1 uintptr, a2 uintptr, a3 int32, a4 *cRopeSpec, a5 *float32, a6 int32, a7 uintptr, a8 *uintptr) int32 {
+			r, _, _ := purego.SyscallN(addr, uintptr(a0), uintptr(a1), uintptr(a2), uintptr(a3), uintptr(unsafe.Pointer(a4)), uintptr(unsafe.Pointer(a5)), uintptr(a6), uintptr(a7), uintptr(unsafe.Pointer(a8)))
 			return int32(r)
 		}
 	case *func(uintptr, uintptr, uintptr, int32, *uintptr) int32:

@@ -69,7 +69,11 @@ func SetCPUKernels(kernels string, threads int, isa string) error {
 	if !ok {
 		return fmt.Errorf("unknown CPU kernels %q (want %s, %s or %s)", kernels, KernelsMLXGO, KernelsMLX, KernelsFast)
 	}
-	return check("cpu_kernels_set", fn.cpuKernelsSet(mode, int32(threads), isa))
+	if err := check("cpu_kernels_set", fn.cpuKernelsSet(mode, int32(threads), isa)); err != nil {
+		return err
+	}
+	kernelsMode.Store(mode)
+	return nil
 }
 
 // CPUKernelsInUse reports the current selection.
@@ -173,5 +177,34 @@ func PackedEmbedding(ids *Array, p *Packed) *Array {
 	hi, hp := c.in(ids), c.in(p.Data)
 	return c.do(func(out *uintptr) int32 {
 		return fn.cpuPackedEmbed(hi, hp, int32(p.N), int32(p.K), int32(p.Quant.GroupSize), int32(p.Quant.Bits), int32(p.Dtype), out)
+	})
+}
+
+// NormPackedMatmul is PackedMatmul(RMSNorm(x, w, eps), p) as one node: the
+// same kernels one after the other inside it, so the same bits. x, w and
+// the scales must promote to one dtype.
+func NormPackedMatmul(x, w *Array, eps float32, p *Packed) *Array {
+	c := begin("cpu_norm_packed_qmm")
+	hx, hw, hp := c.in(x), c.in(w), c.in(p.Data)
+	return c.do(func(out *uintptr) int32 {
+		return fn.cpuNormPackedQmm(hx, hw, &eps, hp, int32(p.N), int32(p.K), int32(p.Quant.GroupSize), int32(p.Quant.Bits), int32(p.Dtype), out)
+	})
+}
+
+// PackedMLP is a SwiGLU MLP over packed weights as one node: res +
+// down(silu(g) * u), [g | u] = RMSNorm(x, w, eps) @ gateUp.T, with w nil
+// for no norm and res nil for no residual: what the nodes RMSNorm,
+// PackedMatmul, SwiGLUHalves and PackedMatmulAdd give, bit for bit. float32
+// x, and scales and a norm weight that promote with float32 to float32.
+func PackedMLP(x, w *Array, eps float32, gateUp, down *Packed, res *Array) *Array {
+	c := begin("cpu_packed_mlp")
+	hx, hw, hg, hd, hr := c.in(x), c.opt(w), c.in(gateUp.Data), c.in(down.Data), c.opt(res)
+	if down.N != gateUp.K || 2*down.K != gateUp.N {
+		c.fail("gate/up %dx%d and down %dx%d do not make an MLP", gateUp.N, gateUp.K, down.N, down.K)
+	}
+	return c.do(func(out *uintptr) int32 {
+		return fn.cpuPackedMLP(hx, hw, &eps, hg, hd, int32(down.N), int32(down.K),
+			int32(gateUp.Quant.GroupSize), int32(gateUp.Quant.Bits), int32(gateUp.Dtype),
+			int32(down.Quant.GroupSize), int32(down.Quant.Bits), int32(down.Dtype), hr, out)
 	})
 }

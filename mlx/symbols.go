@@ -142,13 +142,17 @@ var fn struct {
 	setWiredLimit    func(limit uintptr, prev *uintptr) int32
 	clearCache       func() int32
 
-	cpuKernelsSet   func(mode, threads int32, isa string) int32
-	cpuSelftest     func(what string, stride uint64, checked, mismatches *uint64) int32
-	cpuKernelsInfo  func(mode, threads *int32, isa **byte) int32
-	cpuPackQWeight  func(w, scales, biases uintptr, groupSize, bits int32, out *uintptr) int32
-	cpuPackedQmm    func(x, packed uintptr, n, k, groupSize, bits, dtype int32, out *uintptr) int32
-	cpuPackedQmmAdd func(x, packed uintptr, n, k, groupSize, bits, dtype int32, res uintptr, out *uintptr) int32
-	cpuPackedEmbed  func(ids, packed uintptr, n, k, groupSize, bits, dtype int32, out *uintptr) int32
+	cpuKernelsSet    func(mode, threads int32, isa string) int32
+	cpuSelftest      func(what string, stride uint64, checked, mismatches *uint64) int32
+	cpuKernelsInfo   func(mode, threads *int32, isa **byte) int32
+	cpuPackQWeight   func(w, scales, biases uintptr, groupSize, bits int32, out *uintptr) int32
+	cpuPackedQmm     func(x, packed uintptr, n, k, groupSize, bits, dtype int32, out *uintptr) int32
+	cpuPackedQmmAdd  func(x, packed uintptr, n, k, groupSize, bits, dtype int32, res uintptr, out *uintptr) int32
+	cpuNormPackedQmm func(x, w uintptr, eps *float32, packed uintptr, n, k, groupSize, bits, dtype int32, out *uintptr) int32
+	cpuPackedMLP     func(x, w uintptr, eps *float32, gateUp, down uintptr, hidden, width, guGroupSize, guBits, guDtype, dGroupSize, dBits, dDtype int32, res uintptr, out *uintptr) int32
+	cpuCacheWrite    func(buf, x uintptr, offset, keep, capacity, transposed int32, rope *cRopeSpec, out *uintptr) int32
+	cpuCacheAttend   func(q, kbuf, vbuf uintptr, length int32, rope *cRopeSpec, scale *float32, causal int32, mask uintptr, out *uintptr) int32
+	cpuPackedEmbed   func(ids, packed uintptr, n, k, groupSize, bits, dtype int32, out *uintptr) int32
 
 	distIsAvailable func(backend string, out *int32) int32
 	distInit        func(strict int32, backend string, out *uintptr) int32
@@ -319,6 +323,10 @@ func symbols() []symbol {
 		{"mlxgo_cpu_pack_qweight", &fn.cpuPackQWeight},
 		{"mlxgo_cpu_packed_qmm", &fn.cpuPackedQmm},
 		{"mlxgo_cpu_packed_qmm_add", &fn.cpuPackedQmmAdd},
+		{"mlxgo_cpu_norm_packed_qmm", &fn.cpuNormPackedQmm},
+		{"mlxgo_cpu_packed_mlp", &fn.cpuPackedMLP},
+		{"mlxgo_cpu_cache_write", &fn.cpuCacheWrite},
+		{"mlxgo_cpu_cache_attend", &fn.cpuCacheAttend},
 		{"mlxgo_cpu_packed_embed", &fn.cpuPackedEmbed},
 
 		{"mlxgo_distributed_is_available", &fn.distIsAvailable},

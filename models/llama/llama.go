@@ -45,19 +45,17 @@ type attention struct {
 	rope           *nn.RoPE
 }
 
-// apply is Attention.__call__, with the block's residual res added to its
-// output (h = x + r), which a packed output projection adds as it stores.
-func (a *attention) apply(x, res *mlx.Array, mask kv.Mask, c kv.Cache) *mlx.Array {
-	b, l := x.Dim(0), x.Dim(1)
-	// q/k/v projections reshaped to [B, L, heads, -1] and transposed to
-	// [B, heads, L, -1], as llama.py does.
-	p := a.qkv.Heads(x, a.heads, a.kvHeads, a.kvHeads)
-	queries, keys, values := p[0], p[1], p[2]
-	at := kv.PositionOf(c)
-	queries = a.rope.At(queries, at)
-	keys = a.rope.At(keys, at)
-	out := kv.Attention(c, queries, keys, values, a.scale, mask)
-	return nn.AddApply(res, a.o, mlx.Reshape(mlx.Transpose(out, 0, 2, 1, 3), b, l, -1))
+// apply is Attention.__call__ on the block's input_layernorm of x, with x,
+// the block's residual, added to its output (h = x + r), which a packed
+// output projection adds as it stores.
+func (a *attention) apply(x, norm *mlx.Array, eps float32, mask kv.Mask, c kv.Cache) *mlx.Array {
+	// q/k/v projections of rms_norm(x) reshaped to [B, L, heads, -1] and
+	// transposed to [B, heads, L, -1], as llama.py does.
+	p := a.qkv.NormHeads(x, norm, eps, a.heads, a.kvHeads, a.kvHeads)
+	// rope at the cache's offset, update_and_fetch, attention, and the
+	// heads back to [B, L, heads*dim].
+	out := kv.RoPEAttention(c, a.rope, p[0], p[1], p[2], a.scale, mask)
+	return nn.AddApply(x, a.o, out)
 }
 
 type block struct {
@@ -68,8 +66,8 @@ type block struct {
 }
 
 func (b *block) apply(x *mlx.Array, mask kv.Mask, c kv.Cache) *mlx.Array {
-	h := b.attn.apply(mlx.RMSNorm(x, b.inputNorm, b.eps), x, mask, c)   // x + r
-	return nn.AddApply(h, b.mlp, mlx.RMSNorm(h, b.postAttnNorm, b.eps)) // h + r
+	h := b.attn.apply(x, b.inputNorm, b.eps, mask, c)       // x + r
+	return nn.AddNormApply(h, b.mlp, b.postAttnNorm, b.eps) // h + r, r = mlp(rms_norm(h))
 }
 
 // Model is llama.py's Model (LlamaModel and the lm head).

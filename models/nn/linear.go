@@ -72,8 +72,8 @@ func (l *Linear) Apply(x *mlx.Array) *mlx.Array {
 // packed, without a bias or adapters, one node (the quantized matmul adds
 // res as it stores its outputs) where the matmul and MLX's add were two.
 func (l *Linear) ApplyAdd(x, res *mlx.Array) *mlx.Array {
-	if l.lora == nil && l.packed != nil && l.bias == nil {
-		return mlx.PackedMatmulAdd(x, l.packed, res)
+	if p := l.plainPacked(); p != nil {
+		return mlx.PackedMatmulAdd(x, p, res)
 	}
 	return mlx.Add(res, l.Apply(x))
 }
@@ -81,6 +81,27 @@ func (l *Linear) ApplyAdd(x, res *mlx.Array) *mlx.Array {
 // adder is a layer that adds a residual to its output itself.
 type adder interface {
 	ApplyAdd(x, res *mlx.Array) *mlx.Array
+}
+
+// plainPacked is the packed weight when the linear is that alone (no bias,
+// no adapters), else nil.
+func (l *Linear) plainPacked() *mlx.Packed {
+	if l.lora != nil || l.bias != nil {
+		return nil
+	}
+	return l.packed
+}
+
+// AddNormApply is res + l.Apply(RMSNorm(res, norm, eps)), a pre-norm
+// block's residual branch, as one node when l can do the norm and add res
+// itself (MLP when packed).
+func AddNormApply(res *mlx.Array, l Layer, norm *mlx.Array, eps float32) *mlx.Array {
+	if m, ok := l.(interface {
+		NormApplyAdd(res, norm *mlx.Array, eps float32) *mlx.Array
+	}); ok {
+		return m.NormApplyAdd(res, norm, eps)
+	}
+	return AddApply(res, l, mlx.RMSNorm(res, norm, eps))
 }
 
 // AddApply is res + l.Apply(x), the residual connection after l, as one
@@ -169,8 +190,18 @@ func (p *Projections) joined(x *mlx.Array) *mlx.Array {
 // transpose each were nine nodes a layer, each a few microseconds of MLX's
 // CPU scheduling; the views address the same elements.
 func (p *Projections) Heads(x *mlx.Array, heads ...int) []*mlx.Array {
+	return p.heads(x, nil, 0, heads)
+}
+
+// NormHeads is Heads(RMSNorm(x, norm, eps), heads...), a pre-norm
+// attention's projections: fused and packed, the norm and the matmul are
+// one node (mlx.NormPackedMatmul) with the same bits.
+func (p *Projections) NormHeads(x, norm *mlx.Array, eps float32, heads ...int) []*mlx.Array {
+	return p.heads(x, norm, eps, heads)
+}
+
+func (p *Projections) heads(x, norm *mlx.Array, eps float32, heads []int) []*mlx.Array {
 	if p.fused != nil && x.Ndim() == 3 && len(heads) == len(p.widths) {
-		y := p.joined(x)
 		b, l, total := x.Dim(0), x.Dim(1), 0
 		for _, w := range p.widths {
 			total += w
@@ -187,9 +218,11 @@ func (p *Projections) Heads(x *mlx.Array, heads ...int) []*mlx.Array {
 			at += w
 		}
 		if ok {
-			return mlx.Views(y, specs...)
+			return mlx.Views(p.fusedOf(x, norm, eps), specs...)
 		}
-		y.Free()
+	}
+	if norm != nil {
+		x = mlx.RMSNorm(x, norm, eps)
 	}
 	out := p.Apply(x)
 	for i := range out {
@@ -200,6 +233,41 @@ func (p *Projections) Heads(x *mlx.Array, heads ...int) []*mlx.Array {
 		out[i] = mlx.Transpose(mlx.Reshape(out[i], x.Dim(0), x.Dim(1), h, -1), 0, 2, 1, 3)
 	}
 	return out
+}
+
+// fusedOf is the fused linear of RMSNorm(x, norm, eps), or of x when norm
+// is nil.
+func (p *Projections) fusedOf(x, norm *mlx.Array, eps float32) *mlx.Array {
+	if norm == nil {
+		return p.fused.Apply(x)
+	}
+	if pk := p.fused.plainPacked(); pk != nil && normFits(x, norm, pk.Dtype) {
+		return mlx.NormPackedMatmul(x, norm, eps, pk)
+	}
+	return p.fused.Apply(mlx.RMSNorm(x, norm, eps))
+}
+
+// normFits: rms_norm's output (x and norm promoted) is already the packed
+// matmul's compute dtype (it and the scales promoted), as NormPackedMatmul
+// requires.
+func normFits(x, norm *mlx.Array, scales mlx.Dtype) bool {
+	if !x.Dtype().IsFloat() || !norm.Dtype().IsFloat() || !scales.IsFloat() {
+		return false
+	}
+	n := promoted(x.Dtype(), norm.Dtype())
+	return promoted(n, scales) == n
+}
+
+// promoted is MLX's type promotion among floating-point dtypes: the same
+// dtype, the wider of two, and float32 for float16 with bfloat16.
+func promoted(a, b mlx.Dtype) mlx.Dtype {
+	switch {
+	case a == b:
+		return a
+	case a == mlx.Float64 || b == mlx.Float64:
+		return mlx.Float64
+	}
+	return mlx.Float32
 }
 
 // fuse is the packed linear of Projections, or nil, having loaded nothing.

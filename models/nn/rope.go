@@ -70,6 +70,15 @@ func (r *RoPE) prescale(x *mlx.Array) *mlx.Array {
 	return mlx.SliceUpdate(x, mlx.Multiply(mlx.Slice(x, start, stop), s), start, stop)
 }
 
+// Spec implements kv.Rotary: the rotation as mlx.CacheAttention takes it,
+// except YarnRoPE's, whose prescale is an op of its own.
+func (r *RoPE) Spec() (mlx.RopeSpec, bool) {
+	if r.mscale != 0 && r.mscale != 1 {
+		return mlx.RopeSpec{}, false
+	}
+	return mlx.RopeSpec{Dims: r.dims, Traditional: r.traditional, Base: r.base, Scale: r.scale, Freqs: r.freqs}, true
+}
+
 // At rotates x [B, H, L, D] at a cache's position (kv.PositionOf): one
 // offset, or each row at its own.
 func (r *RoPE) At(x *mlx.Array, p kv.Position) *mlx.Array {

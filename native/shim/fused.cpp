@@ -13,9 +13,11 @@
 #include <cstring>
 #include <type_traits>
 
+#include "cpu/blocks.h"
 #include "cpu/isa.h"
 #include "cpu/pool.h"
 #include "cpu/prim.h"
+#include "cpu/rope.h"
 #include "mlx/backend/cpu/unary_ops.h"
 
 namespace mlxgo::cpu {
@@ -108,22 +110,18 @@ struct Rope {
     bool has_freqs;
   };
   static void run(const Params& p, const std::vector<mx::array>& in, mx::array& out) {
-    const int dims_ = p.dims;
-    const bool traditional_ = p.traditional, has_freqs_ = p.has_freqs;
-    const float base_ = p.base, scale_ = p.scale;
     const mx::array& x = in[0];
     const mx::array& off = in[1];
     const int D = x.shape(-1), T = x.shape(-2), B = x.shape(0);
     const int64_t N = x.size() / (int64_t(B) * T * D);
-    const int half = dims_ / 2;
-    std::vector<float> inv(half);
-    if (has_freqs_) {
+    const int half = p.dims / 2;
+    std::vector<float> freqs;
+    if (p.has_freqs) {
       const mx::array& f = in[2];
-      for (int j = 0; j < half; j++) inv[j] = 1.0f / f.data<float>()[loc(j, f.shape(), f.strides())];
-    } else {
-      const float c = std::log(base_) / half;
-      for (int j = 0; j < half; j++) inv[j] = mx::detail::Exp{}(static_cast<float>(-j) * c);
+      for (int j = 0; j < half; j++) freqs.push_back(f.data<float>()[loc(j, f.shape(), f.strides())]);
     }
+    const RopeSpec r{p.dims, p.traditional, p.base, p.scale, p.has_freqs ? freqs.data() : nullptr};
+    const std::vector<float> inv = rope_inv_freqs(r);
     std::vector<float> offs(off.size());
     for (size_t i = 0; i < off.size(); i++) {
       int64_t l = loc(int64_t(i), off.shape(), off.strides());
@@ -136,39 +134,17 @@ struct Rope {
       // cos and sin per (batch of offsets, position, frequency)
       std::vector<TT> cs(size_t(nb) * T * half), sn(size_t(nb) * T * half);
       rows(int64_t(nb) * T, half * 8, [&](int64_t bt) {
-        const int b = int(bt / T), t = int(bt % T);
-        const float pos = (static_cast<float>(t) + offs[b]) * scale_;
-        for (int j = 0; j < half; j++) {
-          const float theta = pos * inv[j];
-          cs[bt * half + j] = static_cast<TT>(mx::detail::Cos{}(theta));
-          sn[bt * half + j] = static_cast<TT>(mx::detail::Sin{}(theta));
-        }
+        rope_angles<TT>(r, inv, offs[bt / T], int(bt % T), cs.data() + bt * half, sn.data() + bt * half);
       });
       const TT* xp = x.data<TT>();
       TT* op = out.data<TT>();
       const bool row_major = x.flags().row_contiguous;
-      rows(int64_t(B) * N * T, D, [&](int64_t r) {
-        const int t = int(r % T), b = int(r / (N * T));
-        const TT* c = cs.data() + (size_t(nb > 1 ? b : 0) * T + t) * half;
-        const TT* s = sn.data() + (size_t(nb > 1 ? b : 0) * T + t) * half;
-        TT* o = op + r * D;
-        auto at = [&](int i) -> TT {
-          return row_major ? xp[r * D + i] : xp[loc(r * D + i, x.shape(), x.strides())];
-        };
-        for (int j = 0; j < half; j++) {
-          TT x1 = traditional_ ? at(2 * j) : at(j);
-          TT x2 = traditional_ ? at(2 * j + 1) : at(half + j);
-          TT o1 = static_cast<TT>(static_cast<TT>(x1 * c[j]) - static_cast<TT>(x2 * s[j]));
-          TT o2 = static_cast<TT>(static_cast<TT>(x1 * s[j]) + static_cast<TT>(x2 * c[j]));
-          if (traditional_) {
-            o[2 * j] = o1;
-            o[2 * j + 1] = o2;
-          } else {
-            o[j] = o1;
-            o[half + j] = o2;
-          }
-        }
-        for (int i = dims_; i < D; i++) o[i] = at(i);
+      rows(int64_t(B) * N * T, D, [&](int64_t rw) {
+        const int t = int(rw % T), b = int(rw / (N * T));
+        const size_t at0 = (size_t(nb > 1 ? b : 0) * T + t) * half;
+        rope_row<TT>(r, D, cs.data() + at0, sn.data() + at0, [&](int i) -> TT {
+          return row_major ? xp[rw * D + i] : xp[loc(rw * D + i, x.shape(), x.strides())];
+        }, op + rw * D, 1);
       });
     });
   }
@@ -280,6 +256,14 @@ bool float_type(mx::Dtype d) { return d == mx::float32 || d == mx::float16 || d 
 bool on_cpu_default() { return mx::default_device() == mx::Device::cpu; }
 
 }  // namespace
+
+void rms_norm_into(const mx::array& x, const mx::array* weight, float eps, mx::array& out) {
+  std::vector<mx::array> in = {x};
+  if (weight) in.push_back(*weight);
+  RmsNorm::run({eps, weight != nullptr}, in, out);
+}
+
+void silu_mul_halves_into(const mx::array& gu, mx::array& out) { SiluMul::run({true}, {gu}, out); }
 
 mx::array silu_mul(const mx::array& g, const mx::array& u) {
   auto stock = [&] { return mx::multiply(mx::multiply(g, mx::sigmoid(g)), u); };

@@ -159,6 +159,12 @@ mx::array silu_mul_halves(const mx::array& gu);
 mx::array logsumexp(const mx::array& a, const std::vector<int>& axes, bool keepdims);
 mx::array rope(const mx::array& x, int dims, bool traditional, std::optional<float> base, float scale,
                const mx::array& offset, const std::optional<mx::array>& freqs);
+// cache_attention.cpp: the KV cache write and the attention over the cache,
+// each with its rope (mlxgo_cpu_cache_write, mlxgo_cpu_cache_attend).
+mx::array cache_write(const std::optional<mx::array>& buf, const mx::array& x, int offset, int keep, int capacity,
+                      bool transposed, const mlxgo_rope_spec& rope);
+mx::array cache_attend(const mx::array& q, const mx::array& kbuf, const mx::array& vbuf, int length,
+                       const mlxgo_rope_spec& rope, float scale, bool causal, const std::optional<mx::array>& mask);
 }  // namespace mlxgo::cpu
 
 #define MLXGO_BEGIN                                                        \

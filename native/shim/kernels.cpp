@@ -15,6 +15,8 @@
 #include <cstring>
 #include <mutex>
 
+#include "cpu/attn.h"
+#include "cpu/blocks.h"
 #include "cpu/isa.h"
 #include "cpu/pool.h"
 #include "cpu/prim.h"
@@ -484,7 +486,8 @@ struct PackedEmbedding {
 // q' @ k^T with the gemm's semantics; the mask (causal / boolean: where(m,
 // s, finfo(T).min); additive: s + m in T); sinks prepended; MLX's softmax;
 // p @ v. Same arithmetic per element; one scheduling step instead of
-// fifteen.
+// fifteen. It reads its buffers through AttnIO (cpu/attn.h), so the cache
+// attention node runs it over the cache's own buffers.
 struct AttnMeta {
   float scale;
   int mask;  // 0 none, 1 causal, 2 boolean array, 3 additive array
@@ -492,40 +495,40 @@ struct AttnMeta {
 };
 
 template <class TT>
-void run_attention_typed(const std::vector<mx::array>& in, mx::array& out, AttnMeta p) {
+void run_attention_typed(const AttnIO& io) {
   const Isa* k = isa();
-  const Dt dt = *dt_of(out.dtype());
-  const mx::array &q = in[0], &kk = in[1], &v = in[2];
-  const int B = q.shape(0), Hq = q.shape(1), Lq = q.shape(2), D = q.shape(3);
-  const int Hkv = kk.shape(1), Lk = kk.shape(2), Dv = v.shape(3);
+  const Dt dt = io.dt;
+  const int B = io.B, Hq = io.Hq, Lq = io.Lq, D = io.D;
+  const int Hkv = io.Hkv, Lk = io.Lk, Dv = io.Dv;
   const int rep = Hq / Hkv;
-  const mx::array* mask = p.mask >= 2 ? &in[3] : nullptr;
-  const mx::array* sinks = p.sinks ? &in.back() : nullptr;
-  const int n = Lk + (p.sinks ? 1 : 0);
-  const float neg = static_cast<float>(static_cast<TT>(mx::finfo(out.dtype()).min));
-  const TT scale_t = static_cast<TT>(p.scale);
-  auto transposed = [](const mx::array& x) {
-    auto stx = x.strides()[x.ndim() - 2], sty = x.strides()[x.ndim() - 1];
-    if (stx == x.shape(-1) && sty == 1) return false;
-    return stx == 1 && sty == x.shape(-2);
-  };
-  // b = swapaxes(k) is "transposed" for MLX exactly when k's last two
-  // strides are (D, 1); v as it is.
-  const bool kt = !(kk.strides()[3] == Lk && kk.strides()[2] == 1) && kk.strides()[3] == 1 && kk.strides()[2] == D;
+  const int n = Lk + (io.sinks ? 1 : 0);
+  const float neg = static_cast<float>(static_cast<TT>(
+      mx::finfo(dt == F32 ? mx::float32 : dt == F16 ? mx::float16 : mx::bfloat16).min));
+  const TT scale_t = static_cast<TT>(io.scale);
+  // MLX's check_transpose on b = swapaxes(k) and on v: "transposed" exactly
+  // for these strides (any other layout is copied to row-major first; the
+  // bits are the same either way, this only picks the BLAS loop).
+  const bool kt = !(io.sk[3] == Lk && io.sk[2] == 1) && io.sk[3] == 1 && io.sk[2] == D;
+  const bool vt = !(io.sv[2] == Dv && io.sv[3] == 1) && io.sv[2] == 1 && io.sv[3] == Lk;
   const Sem sem_s = dt != F32 ? Sem::SimdGemm : (kt ? Sem::BlasTransA : Sem::BlasNotA);
-  const Sem sem_v = dt != F32 ? Sem::SimdGemm : (transposed(v) ? Sem::BlasTransA : Sem::BlasNotA);
+  const Sem sem_v = dt != F32 ? Sem::SimdGemm : (vt ? Sem::BlasTransA : Sem::BlasNotA);
   // The rep query heads that share a key/value head are rows of one
   // product with it, as MLX's fallback reshapes them ([B, Hkv, rep*Lq, D]):
   // each output is still its own sum, so grouping them changes no bit, and
   // the keys are read (and, for the panel, transposed) once per group
   // rather than once per query head. Row r of group hk is query head
-  // hk*rep + r/Lq at position r%Lq; the output rows of a group are
-  // contiguous in [B, Hq, Lq, Dv].
+  // hk*rep + r/Lq at position r%Lq.
   constexpr int RB = 32;  // query rows per task
   const int R = rep * Lq;
   const int blocks = (R + RB - 1) / RB;
-  const TT* qp = q.data<TT>();
-  TT* op = out.data<TT>();
+  const TT* qp = static_cast<const TT*>(io.q);
+  TT* op = static_cast<TT*>(io.out);
+  // Output rows of a group lie Dv apart in [B, Hq, Lq, Dv], and in
+  // [B, Lq, Hq, Dv] (the heads transposed back) when Lq is 1: the product
+  // is written in place. Otherwise through a buffer, row by row.
+  const bool rows_direct =
+      io.so[3] == 1 && ((io.so[2] == Dv && io.so[1] == int64_t(Lq) * Dv) || (Lq == 1 && io.so[1] == Dv));
+  auto out_row = [&](int b, int h, int qi) { return op + b * io.so[0] + h * io.so[1] + qi * io.so[2]; };
   // A task is one (batch, key/value head, block of rows); its phases are
   // the scaled queries, the scores (QK^T, by tiles of keys), the masked
   // softmax, and ·V (by tiles of value columns). Tile ranges write disjoint
@@ -533,7 +536,7 @@ void run_attention_typed(const std::vector<mx::array>& in, mx::array& out, AttnM
   struct Buf {
     int b = 0, hk = 0, i0 = 0, rows = 0;
     std::vector<float> qf, s;
-    std::vector<TT> sc;
+    std::vector<TT> sc, o;
   };
   auto prep = [&](int task, Buf& w) {
     const int blk = task % blocks, bh = task / blocks;
@@ -545,10 +548,11 @@ void run_attention_typed(const std::vector<mx::array>& in, mx::array& out, AttnM
     w.qf.resize(size_t(rows) * D);
     w.s.resize(size_t(rows) * n);
     w.sc.resize(size_t(rows) * Lk);
+    if (!rows_direct) w.o.resize(size_t(rows) * Dv);
     for (int i = 0; i < rows; i++) {
       const int h = hk * rep + (i0 + i) / Lq, qi = (i0 + i) % Lq;
       for (int d = 0; d < D; d++) {
-        const int64_t l = b * q.strides()[0] + h * q.strides()[1] + qi * q.strides()[2] + d * q.strides()[3];
+        const int64_t l = b * io.sq[0] + h * io.sq[1] + qi * io.sq[2] + d * io.sq[3];
         w.qf[size_t(i) * D + d] = static_cast<float>(static_cast<TT>(scale_t * qp[l]));
       }
     }
@@ -563,9 +567,9 @@ void run_attention_typed(const std::vector<mx::array>& in, mx::array& out, AttnM
     js.a = w.qf.data();
     js.sam = D;
     js.sak = 1;
-    js.b = kk.data<TT>() + w.b * kk.strides()[0] + w.hk * kk.strides()[1];
-    js.sbk = kk.strides()[3];
-    js.sbn = kk.strides()[2];
+    js.b = static_cast<const TT*>(io.k) + w.b * io.sk[0] + w.hk * io.sk[1];
+    js.sbk = io.sk[3];
+    js.sbn = io.sk[2];
     js.alpha = 1.0f;
     js.out = w.sc.data();
     k->gemm(js, t0, t1, 0, w.rows);
@@ -576,21 +580,20 @@ void run_attention_typed(const std::vector<mx::array>& in, mx::array& out, AttnM
     for (int i = 0; i < rows; i++) {
       const int h = hk * rep + (i0 + i) / Lq, qi = (i0 + i) % Lq;
       float* row = w.s.data() + size_t(i) * n;
-      if (p.sinks) {
-        const mx::array& sk = *sinks;
-        row[0] = static_cast<float>(sk.data<TT>()[h * sk.strides()[0]]);
+      if (io.sinks) {
+        row[0] = static_cast<float>(static_cast<const TT*>(io.sinks)[h * io.ss]);
         row++;
       }
       for (int j = 0; j < Lk; j++) {
         TT x = w.sc[size_t(i) * Lk + j];
-        if (p.mask == 1) {
+        if (io.mask == 1) {
           if (!(off + qi >= j)) x = static_cast<TT>(neg);
-        } else if (mask) {
-          const int64_t l = b * mask->strides()[0] + h * mask->strides()[1] + qi * mask->strides()[2] + j * mask->strides()[3];
-          if (p.mask == 2) {
-            if (!mask->data<bool>()[l]) x = static_cast<TT>(neg);
+        } else if (io.mask >= 2) {
+          const int64_t l = b * io.sm[0] + h * io.sm[1] + qi * io.sm[2] + j * io.sm[3];
+          if (io.mask == 2) {
+            if (!static_cast<const bool*>(io.m)[l]) x = static_cast<TT>(neg);
           } else {
-            x = static_cast<TT>(x + mask->data<TT>()[l]);
+            x = static_cast<TT>(x + static_cast<const TT*>(io.m)[l]);
           }
         }
         row[j] = static_cast<float>(x);
@@ -605,15 +608,24 @@ void run_attention_typed(const std::vector<mx::array>& in, mx::array& out, AttnM
     jv.M = w.rows;
     jv.N = Dv;
     jv.K = Lk;
-    jv.a = w.s.data() + (p.sinks ? 1 : 0);
+    jv.a = w.s.data() + (io.sinks ? 1 : 0);
     jv.sam = n;
     jv.sak = 1;
-    jv.b = v.data<TT>() + w.b * v.strides()[0] + w.hk * v.strides()[1];
-    jv.sbk = v.strides()[2];
-    jv.sbn = v.strides()[3];
+    jv.b = static_cast<const TT*>(io.v) + w.b * io.sv[0] + w.hk * io.sv[1];
+    jv.sbk = io.sv[2];
+    jv.sbn = io.sv[3];
     jv.alpha = 1.0f;
-    jv.out = op + ((size_t(w.b) * Hq + size_t(w.hk) * rep) * Lq + w.i0) * Dv;
+    jv.out = rows_direct ? out_row(w.b, w.hk * rep + w.i0 / Lq, w.i0 % Lq) : w.o.data();
     k->gemm(jv, t0, t1, 0, w.rows);
+  };
+  auto scatter = [&](Buf& w) {
+    if (rows_direct) return;
+    for (int i = 0; i < w.rows; i++) {
+      const int h = w.hk * rep + (w.i0 + i) / Lq, qi = (w.i0 + i) % Lq;
+      TT* dst = out_row(w.b, h, qi);
+      const TT* src = w.o.data() + size_t(i) * Dv;
+      for (int d = 0; d < Dv; d++) dst[d * io.so[3]] = src[d];
+    }
   };
   const int key_tiles = (Lk + k->tile_n - 1) / k->tile_n, value_tiles = (Dv + k->tile_n - 1) / k->tile_n;
   auto one = [&](int task) {
@@ -622,6 +634,7 @@ void run_attention_typed(const std::vector<mx::array>& in, mx::array& out, AttnM
     scores(w, 0, key_tiles);
     soft(w);
     values(w, 0, value_tiles);
+    scatter(w);
   };
   const int tasks = B * Hkv * blocks;
   const int threads = Pool::get().threads();
@@ -646,16 +659,48 @@ void run_attention_typed(const std::vector<mx::array>& in, mx::array& out, AttnM
     split(key_tiles, scores);
     Pool::get().run(tasks, [&](int t) { soft(ws[size_t(t)]); });
     split(value_tiles, values);
+    for (auto& w : ws) scatter(w);
   }
+}
+
+// io_strides copies an array's last four strides into s.
+void io_strides(const mx::array& a, int64_t (&s)[4]) {
+  for (int i = 0; i < 4; i++) s[i] = a.strides()[i];
 }
 
 struct Attention {
   static constexpr const char* name = "MlxgoAttention";
   using Params = AttnMeta;
   static void run(const Params& m, const std::vector<mx::array>& in, mx::array& out) {
-    if (out.dtype() == mx::float32) run_attention_typed<float>(in, out, m);
-    else if (out.dtype() == mx::float16) run_attention_typed<mx::float16_t>(in, out, m);
-    else run_attention_typed<mx::bfloat16_t>(in, out, m);
+    const mx::array &q = in[0], &kk = in[1], &v = in[2];
+    AttnIO io{};
+    io.dt = *dt_of(out.dtype());
+    io.B = q.shape(0);
+    io.Hq = q.shape(1);
+    io.Lq = q.shape(2);
+    io.D = q.shape(3);
+    io.Hkv = kk.shape(1);
+    io.Lk = kk.shape(2);
+    io.Dv = v.shape(3);
+    io.q = q.data<void>();
+    io_strides(q, io.sq);
+    io.k = kk.data<void>();
+    io_strides(kk, io.sk);
+    io.v = v.data<void>();
+    io_strides(v, io.sv);
+    io.mask = m.mask;
+    if (m.mask >= 2) {
+      io.m = in[3].data<void>();
+      io_strides(in[3], io.sm);
+    }
+    if (m.sinks) {
+      io.sinks = in.back().data<void>();
+      io.ss = in.back().strides()[0];
+    }
+    io.scale = m.scale;
+    io.out = out.data<void>();
+    io_strides(out, io.so);
+    attention(io);
   }
 };
 
@@ -684,6 +729,23 @@ bool all_positive(const mx::Shape& s) {
 }
 
 }  // namespace
+
+void packed_matmul_into(const mx::array& x, const mx::array& packed, mx::array& out, const PackedLayout& p,
+                        const mx::array* res) {
+  run_packed_qmm(x, packed, out, p);
+  if (!res) return;
+  if (out.dtype() == mx::float32) PackedMatmulAdd::add<float>(*res, out);
+  else if (out.dtype() == mx::float16) PackedMatmulAdd::add<mx::float16_t>(*res, out);
+  else PackedMatmulAdd::add<mx::bfloat16_t>(*res, out);
+}
+
+void attention(const AttnIO& io) {
+  switch (io.dt) {
+    case F32: return run_attention_typed<float>(io);
+    case F16: return run_attention_typed<mx::float16_t>(io);
+    case BF16: return run_attention_typed<mx::bfloat16_t>(io);
+  }
+}
 
 mx::array matmul(const mx::array& a, const mx::array& b) {
   auto out = mx::matmul(a, b);

@@ -248,6 +248,39 @@ MLXGO_API int mlxgo_cpu_packed_qmm(mlxgo_array x, mlxgo_array packed, int n, int
                                    int dtype, mlxgo_array* out);
 MLXGO_API int mlxgo_cpu_packed_qmm_add(mlxgo_array x, mlxgo_array packed, int n, int k, int group_size, int bits,
                                        int dtype, mlxgo_array res, mlxgo_array* out);
+/* blocks.cpp: rms_norm(x, w, eps) @ W.T over a packed weight [n, k], one node; and a SwiGLU MLP over
+   packed gate/up [2*width, hidden] and down [hidden, width] weights, one node:
+   res + down(silu(g) * u) with [g | u] = rms_norm(x, w, eps) @ GU.T (w NULL: x itself; res NULL:
+   no residual), float32 throughout. */
+MLXGO_API int mlxgo_cpu_norm_packed_qmm(mlxgo_array x, mlxgo_array w, const float* eps, mlxgo_array packed, int n,
+                                        int k, int group_size, int bits, int dtype, mlxgo_array* out);
+MLXGO_API int mlxgo_cpu_packed_mlp(mlxgo_array x, mlxgo_array w, const float* eps, mlxgo_array gate_up,
+                                   mlxgo_array down, int hidden, int width, int gu_group_size, int gu_bits,
+                                   int gu_dtype, int d_group_size, int d_bits, int d_dtype, mlxgo_array res,
+                                   mlxgo_array* out);
+/* Rotary embedding of the cache ops below: fast.rope's parameters; dims 0 rotates nothing. */
+typedef struct {
+  int dims;
+  int traditional;
+  int has_base;        /* 1: frequencies from base; 0: from freqs */
+  float base, scale;
+  mlxgo_array freqs;   /* float [dims/2], or NULL */
+  mlxgo_array offsets; /* int32 [B]: each row's first position, or NULL: the cache offset */
+} mlxgo_rope_spec;
+/* mlx-lm's attention middle on the CPU kernels (cache_attention.cpp), in two ops.
+   mlxgo_cpu_cache_write: x [B, H, L, D] rotated by rope (dims 0: not rotated) and written into the
+   cache buffer buf [B, H, old, D] at offset (KVCache.update_and_fetch), giving the new buffer
+   [B, H, capacity, D]; when capacity differs from old the new buffer keeps buf's first keep
+   positions and zeros after them; buf is NULL for an empty cache. transposed keeps the buffer laid
+   out as [B, H, D, capacity] (keys). mlxgo_cpu_cache_attend: q [B, Hq, L, D] rotated by rope, then
+   scaled dot-product attention over the first length positions of the buffers (causal, or with
+   mask, a boolean or additive array broadcastable to [B, Hq, L, length], or neither), the heads
+   transposed back: [B, L, Hq*Dv]. */
+MLXGO_API int mlxgo_cpu_cache_write(mlxgo_array buf, mlxgo_array x, int offset, int keep, int capacity, int transposed,
+                                    const mlxgo_rope_spec* rope, mlxgo_array* out);
+MLXGO_API int mlxgo_cpu_cache_attend(mlxgo_array q, mlxgo_array kbuf, mlxgo_array vbuf, int length,
+                                     const mlxgo_rope_spec* rope, const float* scale, int causal, mlxgo_array mask,
+                                     mlxgo_array* out);
 /* Rows ids of a packed weight, dequantized: QuantizedEmbedding's lookup. */
 MLXGO_API int mlxgo_cpu_packed_embed(mlxgo_array ids, mlxgo_array packed, int n, int k, int group_size, int bits,
                                      int dtype, mlxgo_array* out);
