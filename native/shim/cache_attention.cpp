@@ -133,16 +133,37 @@ void run_write(const WriteParams& p, const std::vector<mx::array>& in, mx::array
   auto at = [&](int b, int h, int t, int d) { return b * st[0] + h * st[1] + t * st[2] + d * st[3]; };
   // What the cache held (its first keep positions), zeros after, as
   // update_and_fetch's concatenation with mx.zeros leaves them.
+  // A decode batch's buffers come here after every join, leave or
+  // compaction (MLX's concatenations leave them row-major), so the copy
+  // runs by rows and blocks rather than element by element.
   if (!in_place) {
     const mx::array* old = p.has_buf ? &in[0] : nullptr;
     Pool::get().run(B * H, [&](int bh) {
-      const int b = bh / H, h = bh % H;
-      const TT zero = static_cast<TT>(0.0f);
-      for (int t = 0; t < cap; t++)
-        for (int d = 0; d < D; d++)
-          op[at(b, h, t, d)] = t < p.keep ? old->data<TT>()[b * old->strides()[0] + h * old->strides()[1] +
-                                                             t * old->strides()[2] + d * old->strides()[3]]
-                                          : zero;
+      const int b = bh / H, h = bh % H, keep = p.keep;
+      TT* dst = op + b * st[0] + h * st[1];
+      const TT* src = old ? old->data<TT>() + b * old->strides()[0] + h * old->strides()[1] : nullptr;
+      const int64_t s2 = old ? old->strides()[2] : 0, s3 = old ? old->strides()[3] : 0;
+      if (!p.transposed) {  // rows of D
+        if (keep > 0 && s3 == 1 && s2 == D) {
+          std::memcpy(dst, src, sizeof(TT) * size_t(keep) * D);
+        } else {
+          for (int t = 0; t < keep; t++)
+            for (int d = 0; d < D; d++) dst[int64_t(t) * D + d] = src[t * s2 + d * s3];
+        }
+        std::memset(static_cast<void*>(dst + int64_t(keep) * D), 0, sizeof(TT) * size_t(cap - keep) * D);
+        return;
+      }
+      // rows of capacity, one per feature
+      if (keep > 0 && s2 == 1) {
+        for (int d = 0; d < D; d++) std::memcpy(dst + int64_t(d) * cap, src + d * s3, sizeof(TT) * size_t(keep));
+      } else {
+        constexpr int TB = 16;  // positions a block: D source rows stay in cache while read by columns
+        for (int t0 = 0; t0 < keep; t0 += TB)
+          for (int d = 0; d < D; d++)
+            for (int t = t0; t < std::min(keep, t0 + TB); t++) dst[int64_t(d) * cap + t] = src[t * s2 + d * s3];
+      }
+      for (int d = 0; d < D; d++)
+        std::memset(static_cast<void*>(dst + int64_t(d) * cap + keep), 0, sizeof(TT) * size_t(cap - keep));
     });
   }
   const Rotation<TT> rot(p.rope, in.data() + (p.has_buf ? 2 : 1), B, L, p.offset);
