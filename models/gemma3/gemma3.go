@@ -54,11 +54,9 @@ func (a *attention) apply(x *mlx.Array, mask kv.Mask, c kv.Cache) *mlx.Array {
 	values := mlx.Transpose(mlx.Reshape(p[2], b, l, a.kvHeads, -1), 0, 2, 1, 3)
 	queries = mlx.RMSNorm(queries, a.qNorm, a.eps)
 	keys = mlx.RMSNorm(keys, a.kNorm, a.eps)
-	at := kv.PositionOf(c)
-	queries = a.rope.At(queries, at)
-	keys = a.rope.At(keys, at)
-	out := kv.Attention(c, queries, keys, values, a.scale, mask)
-	return a.o.Apply(mlx.Reshape(mlx.Transpose(out, 0, 2, 1, 3), b, l, -1))
+	// rope at the cache's offset, update_and_fetch, attention, and the heads
+	// back to [B, L, heads*dim]
+	return a.o.Apply(kv.RoPEAttention(c, a.rope, queries, keys, values, a.scale, mask))
 }
 
 type mlp struct {

@@ -49,11 +49,9 @@ func (a *attention) apply(x *mlx.Array, mask kv.Mask, c kv.Cache) *mlx.Array {
 	queries = mlx.Transpose(queries, 0, 2, 1, 3)
 	keys = mlx.Transpose(keys, 0, 2, 1, 3)
 	values := mlx.Transpose(mlx.Reshape(p[2], b, l, a.kvHeads, -1), 0, 2, 1, 3)
-	at := kv.PositionOf(c)
-	queries = a.rope.At(queries, at)
-	keys = a.rope.At(keys, at)
-	out := kv.Attention(c, queries, keys, values, a.scale, mask)
-	return a.o.Apply(mlx.Reshape(mlx.Transpose(out, 0, 2, 1, 3), b, l, -1))
+	// rope at the cache's offset, update_and_fetch, attention, and the heads
+	// back to [B, L, heads*dim]
+	return a.o.Apply(kv.RoPEAttention(c, a.rope, queries, keys, values, a.scale, mask))
 }
 
 type block struct {
@@ -66,8 +64,7 @@ type block struct {
 func (b *block) apply(x *mlx.Array, mask kv.Mask, c kv.Cache) *mlx.Array {
 	r := b.attn.apply(mlx.RMSNorm(x, b.inputNorm, b.eps), mask, c)
 	h := mlx.Add(x, r)
-	r = b.mlp.Apply(mlx.RMSNorm(h, b.postAttnNorm, b.eps))
-	return mlx.Add(h, r)
+	return nn.AddNormApply(h, b.mlp, b.postAttnNorm, b.eps) // h + mlp(rms_norm(h))
 }
 
 // Model is qwen3.py's Model (Qwen3Model and the lm head).

@@ -152,11 +152,7 @@ func (a *Attention) Apply(x *mlx.Array, mask kv.Mask, c kv.Cache) *mlx.Array {
 	queries = mlx.Transpose(mlx.RMSNorm(queries, a.qNorm, a.eps), 0, 2, 1, 3)
 	keys := mlx.Transpose(mlx.RMSNorm(mlx.Reshape(p[1], b, l, a.kvHeads, -1), a.kNorm, a.eps), 0, 2, 1, 3)
 	values := mlx.Transpose(mlx.Reshape(p[2], b, l, a.kvHeads, -1), 0, 2, 1, 3)
-	at := kv.PositionOf(c)
-	queries = a.rope.At(queries, at)
-	keys = a.rope.At(keys, at)
-	out := kv.Attention(c, queries, keys, values, a.scale, mask)
-	out = mlx.Reshape(mlx.Transpose(out, 0, 2, 1, 3), b, l, -1)
+	out := kv.RoPEAttention(c, a.rope, queries, keys, values, a.scale, mask)
 	return a.o.Apply(mlx.Multiply(out, mlx.Sigmoid(gate)))
 }
 
