@@ -159,3 +159,74 @@ func TestRoPEAttentionFusedEqualsComposed(t *testing.T) {
 		})
 	}
 }
+
+// TestAttentionTailChains: a pre-norm block after its cache writes — the
+// output projection with the residual over the cache attention, then the
+// SwiGLU MLP with its norm and residual — is one MlxgoAttentionTail node
+// on mlxgo's kernels (the shim chains the packed ops over the pending
+// attention), bit for bit MLX's own ops for it, at a prefill and a decode
+// step.
+func TestAttentionTailChains(t *testing.T) {
+	mlxtest.Need(t)
+	const hq, hkv, d, width = 6, 2, 16, 64
+	const hidden = hq * d
+	r := rotary{mlx.RopeSpec{Dims: d, Base: 10000, Scale: 1}}
+	q := mlx.Quant{GroupSize: 32, Bits: 4, Mode: "affine"}
+	words := func(seed, n int) *mlx.Array {
+		w := make([]uint32, n)
+		for i := range w {
+			w[i] = uint32(seed*2654435761+i*40503) ^ uint32(i*i*7919)
+		}
+		return mlx.FromSlice(w, n)
+	}
+	half := func(a *mlx.Array) *mlx.Array { return mlx.Multiply(a, mlx.Scalar(0.05, mlx.Float32)) }
+	weight := func(seed, n, k int) (w, s, b *mlx.Array) {
+		return mlx.Reshape(words(seed, n*k/8), n, k/8), mlx.AsType(half(mlx.Reshape(noise(seed+1, 1, n, k/32), n, k/32)), mlx.Float16),
+			mlx.AsType(half(mlx.Reshape(noise(seed+2, 1, n, k/32), n, k/32)), mlx.Float16)
+	}
+	build := func() (*mlx.Array, error) {
+		stock := !mlx.CacheAttentionOn()
+		ow, os, ob := weight(1, hidden, hidden)
+		gw, gs, gb := weight(4, 2*width, hidden)
+		dw, ds, db := weight(7, hidden, width)
+		norm := mlx.Reshape(noise(9, 1, 1, hidden), hidden)
+		var op, gp, dp *mlx.Packed
+		if !stock {
+			var err error
+			if op, err = mlx.PackQuantized(ow, os, ob, q); err != nil {
+				return nil, err
+			}
+			if gp, err = mlx.PackQuantized(gw, gs, gb, q); err != nil {
+				return nil, err
+			}
+			if dp, err = mlx.PackQuantized(dw, ds, db, q); err != nil {
+				return nil, err
+			}
+		}
+		cache := kv.NewKVCache()
+		var outs []*mlx.Array
+		for i, l := range []int{20, 1} {
+			x := mlx.Reshape(noise(20+i, 1, l, hidden), 1, l, hidden)
+			attn := kv.RoPEAttention(cache, r, noise(30+i, hq, l, d), noise(40+i, hkv, l, d), noise(50+i, hkv, l, d),
+				0.25, cache.MakeMask(l, 0, false))
+			var y *mlx.Array
+			if stock {
+				h := mlx.Add(x, mlx.QuantizedMatmul(attn, ow, os, ob, true, q))
+				gu := mlx.Split(mlx.QuantizedMatmul(mlx.RMSNorm(h, norm, 1e-5), gw, gs, gb, true, q), 2, -1)
+				y = mlx.Add(h, mlx.QuantizedMatmul(mlx.SwiGLU(gu[0], gu[1]), dw, ds, db, true, q))
+			} else {
+				h := mlx.PackedMatmulAdd(attn, op, x)
+				y = mlx.PackedMLP(h, norm, 1e-5, gp, dp, h)
+				if name, err := y.OpName(); err != nil || name != "MlxgoAttentionTail" {
+					return nil, fmt.Errorf("step %d: the block's output is a %q node (%v), want MlxgoAttentionTail", i, name, err)
+				}
+			}
+			outs = append(outs, y)
+		}
+		return flat(outs), nil
+	}
+	want := runKernels(t, mlx.KernelsMLX, "", build)
+	if got := runKernels(t, mlx.KernelsMLXGO, "", build); !bytes.Equal(got, want) {
+		t.Errorf("the chained block differs from MLX's ops")
+	}
+}

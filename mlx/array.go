@@ -342,3 +342,19 @@ func ErrorArray(err error) *Array {
 	}
 	return errArray(err)
 }
+
+// OpName is the name of the op whose node makes a (MLX's primitive name,
+// e.g. "Add", or one of the shim's "Mlxgo..." nodes), "" once a is evaluated
+// and detached or when it was made from data. For tests that check which
+// nodes a graph is built of.
+func (a *Array) OpName() (string, error) {
+	h, err := a.handle("op_name")
+	if err != nil {
+		return "", err
+	}
+	var p *byte
+	if err := check("op_name", fn.arrayOpName(h, &p)); err != nil {
+		return "", err
+	}
+	return cString(p), nil
+}

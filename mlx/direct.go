@@ -158,6 +158,11 @@ func bindDirect(ptr any, addr uintptr) bool {
 			r, _, _ := purego.SyscallN(addr, uintptr(a0))
 			return int32(r)
 		}
+	case *func(uintptr, **byte) int32:
+		*p = func(a0 uintptr, a1 **byte) int32 {
+			r, _, _ := purego.SyscallN(addr, uintptr(a0), uintptr(unsafe.Pointer(a1)))
+			return int32(r)
+		}
 	case *func(uintptr, *float32, *uintptr) int32:
 		*p = func(a0 uintptr, a1 *float32, a2 *uintptr) int32 {
 			r, _, _ := purego.SyscallN(addr, uintptr(a0), uintptr(unsafe.Pointer(a1)), uintptr(unsafe.Pointer(a2)))

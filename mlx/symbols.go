@@ -33,6 +33,7 @@ var fn struct {
 	threadBound           func() int32
 	arrayFree             func(a uintptr) int32
 	arrayClone            func(a uintptr, out *uintptr) int32
+	arrayOpName           func(a uintptr, name **byte) int32
 	fromData              func(data unsafe.Pointer, nbytes uintptr, shape *int32, ndim int32, dtype int32, out *uintptr) int32
 	loadBytes             func(data unsafe.Pointer, nbytes uintptr, shape *int32, ndim int32, dtype int32, out *uintptr) int32
 	fromFloat             func(v *float32, dtype int32, out *uintptr) int32
@@ -213,6 +214,7 @@ func symbols() []symbol {
 		{"mlxgo_thread_bound", &fn.threadBound},
 		{"mlxgo_array_free", &fn.arrayFree},
 		{"mlxgo_array_clone", &fn.arrayClone},
+		{"mlxgo_array_op_name", &fn.arrayOpName},
 		{"mlxgo_array_from_data", &fn.fromData},
 		{"mlxgo_array_load_bytes", &fn.loadBytes},
 		{"mlxgo_array_from_float", &fn.fromFloat},

@@ -2,6 +2,16 @@
 //
 //   MlxgoNormPackedMatmul  rms_norm(x, w) @ W.T            (the fused q/k/v)
 //   MlxgoPackedMLP         res + down(silu(g) * u), [g | u] = rms_norm(x, w) @ GU.T
+//   MlxgoAttentionTail     h = res + attention(q, cache) @ O.T, and then, when
+//                          a PackedMLP follows on h, h + mlp(rms_norm(h))
+//
+// The last is made by the ops that would add its parts as nodes of their
+// own: a packed matmul with a residual over a pending cache attention
+// (mlxgo_cpu_packed_qmm_add) takes the attention in, and a packed MLP over
+// a pending tail whose residual is its input takes the tail in. A model's
+// code stays the ops mlx-lm writes; the nodes it would have made are never
+// evaluated (nothing reads them). Should something else read one, MLX
+// evaluates it on its own, to the same bits: only work is repeated.
 //
 // Why: MLX's CPU schedules every graph node through its scheduler (an
 // allocation, a task on the stream's thread, a wake-up, a release): about
@@ -69,6 +79,32 @@ struct PackedMLP {
   }
 };
 
+// Inputs: the cache attention node's inputs (n_attend of them), O packed,
+// res, then with mlp: the norm weight, gate/up packed, down packed.
+struct AttentionTail {
+  static constexpr const char* name = "MlxgoAttentionTail";
+  struct Params {
+    std::shared_ptr<mx::Primitive> attend;  // the MlxgoCacheAttention node taken in
+    int n_attend;
+    PackedLayout o;
+    bool mlp;
+    PackedMLP::Params m;
+  };
+  static void run(const Params& p, const std::vector<mx::array>& in, mx::array& out) {
+    const std::vector<mx::array> att(in.begin(), in.begin() + p.n_attend);
+    const mx::array &q = att[0], &vb = att[2], &o_packed = in[p.n_attend], &res = in[p.n_attend + 1];
+    mx::array a = scratch({q.shape(0), q.shape(2), q.shape(1) * vb.shape(3)}, q.dtype());
+    attend_into(*p.attend, att, a);
+    if (!p.mlp) {
+      packed_matmul_into(a, o_packed, out, p.o, &res);
+      return;
+    }
+    mx::array h = scratch(out.shape(), out.dtype());
+    packed_matmul_into(a, o_packed, h, p.o, &res);
+    PackedMLP::run(p.m, {h, in[p.n_attend + 3], in[p.n_attend + 4], in[p.n_attend + 2], h}, out);
+  }
+};
+
 // packed_arg checks a packed weight handle against its layout.
 std::pair<mx::array, PackedLayout> packed_arg(mlxgo_array h, int n, int k, int gs, int bits, int dtype) {
   const auto& a = shim::arr(h, "packed weight");
@@ -82,6 +118,17 @@ std::pair<mx::array, PackedLayout> packed_arg(mlxgo_array h, int n, int k, int g
 }
 
 }  // namespace
+
+std::optional<mx::array> attention_tail(const mx::array& attn, const mx::array& o_packed, const PackedLayout& o,
+                                        const mx::array& res) {
+  if (!is_pending_attend(attn) || res.shape() != attn.shape() || res.dtype() != attn.dtype() || o.N != attn.shape(-1))
+    return std::nullopt;
+  std::vector<mx::array> ins = attn.inputs();
+  const int n = int(ins.size());
+  ins.push_back(o_packed);
+  ins.push_back(res);
+  return node<AttentionTail>(attn.shape(), attn.dtype(), {attn.primitive_ptr(), n, o, false, {}}, std::move(ins));
+}
 
 }  // namespace mlxgo::cpu
 
@@ -134,7 +181,23 @@ int mlxgo_cpu_packed_mlp(mlxgo_array x, mlxgo_array w, const float* eps, mlxgo_a
     ins.push_back(ra);
   }
   if (!ok) throw shim::ArgError("packed mlp: x, the weights and res do not fit one float32 chain");
-  shim::put(out, kc::node<kc::PackedMLP>(xa.shape(), mx::float32, {gup, dp, *eps, norm, res != nullptr}, std::move(ins)));
+  const kc::PackedMLP::Params mp{gup, dp, *eps, norm, res != nullptr};
+  // A pre-norm block's MLP half over a pending attention tail (res is x,
+  // the norm given): one node for the whole of the block after the cache
+  // writes.
+  if (const auto* tail = kc::pending_node<kc::AttentionTail>(xa);
+      tail && !tail->params().mlp && norm && res != nullptr && ins.back().id() == xa.id()) {
+    auto tp = tail->params();
+    tp.mlp = true;
+    tp.m = mp;
+    std::vector<mx::array> tin = xa.inputs();
+    tin.push_back(ins[3]);  // the norm weight
+    tin.push_back(gua);
+    tin.push_back(da);
+    shim::put(out, kc::node<kc::AttentionTail>(xa.shape(), mx::float32, tp, std::move(tin)));
+  } else {
+    shim::put(out, kc::node<kc::PackedMLP>(xa.shape(), mx::float32, mp, std::move(ins)));
+  }
   MLXGO_END
 }
 

@@ -25,6 +25,7 @@
 #include <cstring>
 
 #include "cpu/attn.h"
+#include "cpu/blocks.h"
 #include "cpu/pool.h"
 #include "cpu/prim.h"
 #include "cpu/rope.h"
@@ -309,6 +310,12 @@ void check_on() {
 }
 
 }  // namespace
+
+bool is_pending_attend(const mx::array& x) { return pending_node<CacheAttend>(x) != nullptr; }
+
+void attend_into(const mx::Primitive& node, const std::vector<mx::array>& in, mx::array& out) {
+  CacheAttend::run(static_cast<const CpuPrim<CacheAttend>&>(node).params(), in, out);
+}
 
 mx::array cache_write(const std::optional<mx::array>& buf, const mx::array& x, int offset, int keep, int capacity,
                       bool transposed, const mlxgo_rope_spec& rope) {

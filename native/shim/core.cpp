@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "internal.h"
+#include "mlx/primitives.h"
 #include "mlx/backend/cuda/cuda.h"
 #include "mlx/io.h"
 #include "mlx/io/load.h"
@@ -175,6 +176,14 @@ int mlxgo_array_free(mlxgo_array a) {
 int mlxgo_array_clone(mlxgo_array a, mlxgo_array* out) {
   MLXGO_ANY_THREAD_BEGIN
   shim::put(out, shim::arr(a));
+  MLXGO_END
+}
+
+int mlxgo_array_op_name(mlxgo_array a, const char** name) {
+  MLXGO_ANY_THREAD_BEGIN
+  if (name == nullptr) throw shim::ArgError("null name pointer");
+  const auto& x = shim::arr(a);
+  *name = x.has_primitive() ? x.primitive().name() : "";
   MLXGO_END
 }
 

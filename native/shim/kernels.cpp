@@ -1033,6 +1033,11 @@ int mlxgo_cpu_packed_qmm_add(mlxgo_array x, mlxgo_array packed, int n, int k, in
   auto ra = shim::arr(res, "res");
   auto q = packed_qmm_args(x, packed, n, k, group_size, bits, dtype);
   if (ra.shape() == q.shape && ra.dtype() == q.x.dtype() && ra.size() > 0) {
+    // Over a pending cache attention: one node with it (blocks.cpp).
+    if (auto tail = kc::attention_tail(q.x, q.w, q.p, ra)) {
+      shim::put(out, *tail);
+      return MLXGO_OK;
+    }
     shim::put(out, kc::node<kc::PackedMatmulAdd>(q.shape, q.x.dtype(), q.p, {q.x, q.w, ra}));
   } else {
     shim::put(out, mx::add(ra, kc::node<kc::PackedMatmul>(q.shape, q.x.dtype(), q.p, {q.x, q.w})));

@@ -70,6 +70,9 @@ MLXGO_API int mlxgo_thread_bound(void);
 
 MLXGO_API int mlxgo_array_free(mlxgo_array a);
 MLXGO_API int mlxgo_array_clone(mlxgo_array a, mlxgo_array* out);
+/* The name of the op that makes a (its graph node's primitive), or "" when a has none (evaluated and
+   detached, or made from data); the string lives as long as that node. */
+MLXGO_API int mlxgo_array_op_name(mlxgo_array a, const char** name);
 MLXGO_API int mlxgo_array_from_data(const void* data, size_t nbytes, const int* shape, int ndim, int dtype, mlxgo_array* out);
 // mlxgo_array_load_bytes is mlxgo_array_from_data for weights: on a CUDA GPU
 // the bytes go to plain device memory (as mx.load puts them), copied before

@@ -33,6 +33,7 @@ class CpuPrim : public mx::UnaryPrimitive {
   using Params = typename Kernel::Params;
   CpuPrim(mx::Stream s, Params p) : UnaryPrimitive(s), p_(p) {}
   const char* name() const override { return Kernel::name; }
+  const Params& params() const { return p_; }
   void eval_gpu(const std::vector<mx::array>&, mx::array&) override {
     throw std::runtime_error(std::string(Kernel::name) + " is a CPU kernel");
   }
@@ -51,6 +52,14 @@ class CpuPrim : public mx::UnaryPrimitive {
  private:
   Params p_;
 };
+
+// pending_node is x's node when x is the output of an unscheduled node of
+// Kernel's (one a chain can absorb), else nullptr.
+template <class Kernel>
+const CpuPrim<Kernel>* pending_node(const mx::array& x) {
+  if (!x.has_primitive() || x.status() != mx::array::Status::unscheduled) return nullptr;
+  return dynamic_cast<const CpuPrim<Kernel>*>(&x.primitive());
+}
 
 // node makes the graph node of Kernel over inputs, on stream s (by default
 // the thread's default CPU stream, where the op it replaces would run).
