@@ -9,6 +9,9 @@
 // op for op with our matmul. Anything else, any device but the CPU, and any
 // case our kernels do not cover keeps MLX's own node.
 #include <algorithm>
+#include <atomic>
+#include <immintrin.h>
+#include <thread>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -647,18 +650,42 @@ void run_attention_typed(const AttnIO& io) {
     // (SmolLM2's 3 on 2 threads left one with two thirds of the work), so
     // the scores and ·V run as tile ranges of every task over the pool, with
     // the softmax between them; the buffers of so few tasks are small.
+    //
+    // One pool round for the three phases: its calls are the score parts
+    // of every task, then the softmaxes, then the ·V parts, claimed in that
+    // order; a softmax waits for its task's score parts and a ·V part for
+    // its softmax. A claimed call is running or done, so a wait is only
+    // ever on work under way; a thread that finds its softmax's scores
+    // still running waits a moment instead of idling until a whole round
+    // ends (three rounds left one thread idle while the other did the
+    // third head's softmax, and cost two more wake-ups a layer).
     std::vector<Buf> ws(static_cast<size_t>(tasks));
     for (int t = 0; t < tasks; t++) prep(t, ws[size_t(t)]);
-    auto split = [&](int tiles, auto&& f) {
-      const int parts = std::max(1, std::min(tiles, (4 * threads + tasks - 1) / tasks));
-      Pool::get().run(tasks * parts, [&](int i) {
-        const int t = i / parts, c = i % parts;
-        f(ws[size_t(t)], tiles * c / parts, tiles * (c + 1) / parts);
-      });
+    auto parts_of = [&](int tiles) { return std::max(1, std::min(tiles, (4 * threads + tasks - 1) / tasks)); };
+    const int sp = parts_of(key_tiles), vp = parts_of(value_tiles);
+    std::vector<std::atomic<int>> scored(static_cast<size_t>(tasks)), softened(static_cast<size_t>(tasks));
+    auto wait_for = [](const std::atomic<int>& c, int n) {
+      for (int spins = 0; c.load(std::memory_order_acquire) < n; spins++) {
+        if (spins < 4096) _mm_pause();
+        else std::this_thread::yield();  // its worker was taken off its core
+      }
     };
-    split(key_tiles, scores);
-    Pool::get().run(tasks, [&](int t) { soft(ws[size_t(t)]); });
-    split(value_tiles, values);
+    Pool::get().run(tasks * (sp + 1 + vp), [&](int i) {
+      if (i < tasks * sp) {
+        const int t = i / sp, c = i % sp;
+        scores(ws[size_t(t)], key_tiles * c / sp, key_tiles * (c + 1) / sp);
+        scored[size_t(t)].fetch_add(1, std::memory_order_release);
+      } else if ((i -= tasks * sp) < tasks) {
+        wait_for(scored[size_t(i)], sp);
+        soft(ws[size_t(i)]);
+        softened[size_t(i)].store(1, std::memory_order_release);
+      } else {
+        i -= tasks;
+        const int t = i / vp, c = i % vp;
+        wait_for(softened[size_t(t)], 1);
+        values(ws[size_t(t)], value_tiles * c / vp, value_tiles * (c + 1) / vp);
+      }
+    });
     for (auto& w : ws) scatter(w);
   }
 }
