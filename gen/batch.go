@@ -228,7 +228,7 @@ func (b *Batch) Step() error {
 	t.prefilled = t.start
 	if len(b.waiting) > 0 {
 		t.prefill = len(b.waiting[0].pending)
-		b.prefill(b.waiting[0])
+		b.prefillSome()
 		t.prefilled = time.Now()
 	}
 	t.decoding = len(b.decoding)
@@ -299,6 +299,35 @@ func (b *Batch) reapCancelled() {
 				r.st.FinishReason = FinishCancelled
 				b.end(r, err)
 			}
+		}
+	}
+}
+
+// prefillSome runs prefill chunks of the waiting rows in turn while the
+// step's chunks fit in one prefill step of tokens (the first's
+// PrefillStepSize; a row's last chunk is its one-token first step): short
+// prompts that arrive together are prefilled in one step and join the
+// decode batch together, where one a step made the decoding rows wait a
+// step and copy the batch's buffers for each (64 prompts on an H100: 64
+// steps of 20-33 ms where decoding 64 rows takes 10.5). A long prompt
+// still takes one chunk a step.
+func (b *Batch) prefillSome() {
+	budget := -1
+	for len(b.waiting) > 0 {
+		r := b.waiting[0]
+		n := 1
+		if len(r.pending) > 1 {
+			n = min(r.l.prefillStep(), len(r.pending)-1)
+		}
+		if budget < 0 {
+			budget = r.l.prefillStep()
+		} else if n > budget {
+			return
+		}
+		budget -= n
+		b.prefill(r)
+		if len(b.waiting) > 0 && b.waiting[0] == r {
+			return // more of its prompt: the next step's
 		}
 	}
 }
@@ -526,16 +555,24 @@ func (b *Batch) group(together []*batchRow) []*batchRow {
 			return together
 		}
 	}
+	var joining []*batchRow
+	var caches [][]kv.Cache
 	for _, r := range together {
-		if member[r] {
-			continue
+		if !member[r] {
+			joining = append(joining, r)
+			caches = append(caches, r.l.caches)
 		}
-		if _, err := b.kv.Join(r.l.caches); err != nil {
+	}
+	if len(joining) > 0 {
+		// Together: one concatenation of the batch's buffers for all of them.
+		if _, err := b.kv.Join(caches...); err != nil {
 			b.dissolve() // CanJoin said yes: not reached
 			return together
 		}
-		r.l.caches = nil
-		b.members = append(b.members, r)
+		for _, r := range joining {
+			r.l.caches = nil
+		}
+		b.members = append(b.members, joining...)
 	}
 	return append([]*batchRow(nil), b.members...)
 }

@@ -2,6 +2,7 @@ package kv
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/mlxgo/mlxgo/mlx"
 )
@@ -94,28 +95,37 @@ func sameLayout(a, b *mlx.Array) bool {
 	return a.Dtype() == b.Dtype() && a.Ndim() == 4 && b.Ndim() == 4 && b.Dim(0) == 1 && a.Dim(1) == b.Dim(1) && a.Dim(3) == b.Dim(3)
 }
 
-// Join adds a row whose caches hold its prompt (CanJoin must hold); the
-// batch takes their arrays and frees the caches. It returns the row's index
-// among the rows now in the batch.
-func (b *Batch) Join(caches []Cache) (int, error) {
-	if !b.CanJoin(caches) {
-		return 0, fmt.Errorf("cannot join the decode batch: its caches are not growable KV caches of the batch's shape")
+// Join adds rows whose caches hold their prompts (CanJoin must hold for
+// each, and the rows must match one another); the batch takes their arrays
+// and frees the caches. However many rows join, each layer's buffers are
+// concatenated once: rows joining one at a time copied the whole batch for
+// each. It returns the index of the first of them among the rows now in the
+// batch (the others follow it in order).
+func (b *Batch) Join(rows ...[]Cache) (int, error) {
+	if len(rows) == 0 {
+		return 0, fmt.Errorf("cannot join the decode batch: no rows")
 	}
-	b.compact()
-	n := caches[0].Offset()
-	for _, c := range caches {
-		if c.Offset() != n {
-			return 0, fmt.Errorf("cannot join the decode batch: layers hold %d and %d tokens", n, c.Offset())
+	ns := make([]int, len(rows))
+	for r, caches := range rows {
+		if !b.CanJoin(caches) || !sameLayers(rows[0], caches) {
+			return 0, fmt.Errorf("cannot join the decode batch: its caches are not growable KV caches of the batch's shape")
+		}
+		ns[r] = caches[0].Offset()
+		for _, c := range caches {
+			if c.Offset() != ns[r] {
+				return 0, fmt.Errorf("cannot join the decode batch: layers hold %d and %d tokens", ns[r], c.Offset())
+			}
 		}
 	}
-	at := b.layers[0].offset
-	if len(b.pads) == 0 {
-		at = n
+	b.compact()
+	at := 0
+	if len(b.pads) > 0 {
+		at = b.layers[0].offset
 	}
-	if n > at {
-		// The new row is longer than every row: the others get more
-		// padding on the left.
-		grow := n - at
+	if m := slices.Max(ns); m > at && len(b.pads) > 0 {
+		// A new row is longer than every row: the others get more padding
+		// on the left.
+		grow := m - at
 		for _, l := range b.layers {
 			l.keys = replace(l.keys, padLeft(l.keys, grow))
 			l.values = replace(l.values, padLeft(l.values, grow))
@@ -124,30 +134,50 @@ func (b *Batch) Join(caches []Cache) (int, error) {
 		for i := range b.pads {
 			b.pads[i] += grow
 		}
-		at = n
 	}
-	for i, c := range caches {
-		kc := c.(*KVCache)
-		l := b.layers[i]
-		k, v := slice2(kc.keys, 0, n), slice2(kc.values, 0, n)
-		if l.keys == nil {
-			l.keys, l.values = replace(nil, padLeft(k, at-n)), replace(nil, padLeft(v, at-n))
-		} else {
-			cp := l.keys.Dim(2)
-			k = padRight(padLeft(k, at-n), cp-at)
-			v = padRight(padLeft(v, at-n), cp-at)
-			l.keys = replace(l.keys, mlx.Concatenate([]*mlx.Array{l.keys, k}, 0))
-			l.values = replace(l.values, mlx.Concatenate([]*mlx.Array{l.values, v}, 0))
+	at = max(at, slices.Max(ns))
+	for i, l := range b.layers {
+		var ks, vs []*mlx.Array
+		capacity := at // a new batch's buffers end at the rows' last position
+		if l.keys != nil {
+			ks, vs, capacity = []*mlx.Array{l.keys}, []*mlx.Array{l.values}, l.keys.Dim(2)
 		}
-		l.offset = at
-		kc.Free()
+		for r, caches := range rows {
+			kc, n := caches[i].(*KVCache), ns[r]
+			ks = append(ks, padRight(padLeft(slice2(kc.keys, 0, n), at-n), capacity-at))
+			vs = append(vs, padRight(padLeft(slice2(kc.values, 0, n), at-n), capacity-at))
+			kc.Free()
+		}
+		l.keys, l.values, l.offset = replace(l.keys, concat0(ks)), replace(l.values, concat0(vs)), at
 	}
-	b.pads = append(b.pads, at-n)
-	b.removed = append(b.removed, false)
+	first := len(b.pads)
+	for _, n := range ns {
+		b.pads = append(b.pads, at-n)
+		b.removed = append(b.removed, false)
+	}
 	if err := settle(b.buffers()...); err != nil {
 		return 0, fmt.Errorf("cannot join the decode batch: %w", err)
 	}
-	return len(b.pads) - 1, nil // compacted above: no row has left
+	return first, nil // compacted above: no row has left
+}
+
+// sameLayers: b's layers stack with a's along the batch axis.
+func sameLayers(a, b []Cache) bool {
+	for i, c := range b {
+		ka, kb := a[i].(*KVCache), c.(*KVCache)
+		if !sameLayout(ka.keys, kb.keys) || !sameLayout(ka.values, kb.values) {
+			return false
+		}
+	}
+	return true
+}
+
+// concat0 is the arrays along the batch axis (one of them: itself).
+func concat0(arrs []*mlx.Array) *mlx.Array {
+	if len(arrs) == 1 {
+		return arrs[0]
+	}
+	return mlx.Concatenate(arrs, 0)
 }
 
 // buffers is every layer's keys and values.

@@ -166,3 +166,69 @@ func sameBits(got, want *mlx.Array) error {
 	}
 	return nil
 }
+
+// TestBatchJoinTogether: rows joining in one Join (one concatenation a
+// layer) leave the batch's buffers, offsets and row order exactly as the
+// same rows joining one by one, into an empty batch and into one with rows
+// of its own (shorter and longer prompts, so the left padding grows).
+func TestBatchJoinTogether(t *testing.T) {
+	mlxtest.Do(t, func() error {
+		const hkv, d, layers = 2, 8, 2
+		prefilled := func(seed, n int) []kv.Cache {
+			cs := make([]kv.Cache, layers)
+			for i := range cs {
+				c := kv.NewKVCache()
+				c.Update(noise(seed+i, hkv, n, d), noise(seed+i+50, hkv, n, d))
+				cs[i] = c
+			}
+			return cs
+		}
+		for _, first := range [][]int{nil, {6}, {30}} {
+			one, all := kv.NewBatch(layers), kv.NewBatch(layers)
+			for i, n := range first {
+				if _, err := one.Join(prefilled(100+i, n)); err != nil {
+					return err
+				}
+				if _, err := all.Join(prefilled(100+i, n)); err != nil {
+					return err
+				}
+			}
+			prompts := []int{4, 17, 9}
+			var rows [][]kv.Cache
+			for r, n := range prompts {
+				i, err := one.Join(prefilled(10*r, n))
+				if err != nil {
+					return err
+				}
+				if i != len(first)+r {
+					return fmt.Errorf("row %d joined as %d", r, i)
+				}
+				rows = append(rows, prefilled(10*r, n))
+			}
+			if i, err := all.Join(rows...); err != nil || i != len(first) {
+				return fmt.Errorf("joined together at %d (%v), want %d", i, err, len(first))
+			}
+			if one.Len() != all.Len() {
+				return fmt.Errorf("%d rows one by one, %d together", one.Len(), all.Len())
+			}
+			for l := range layers {
+				a, b := one.Caches()[l], all.Caches()[l]
+				if a.Offset() != b.Offset() {
+					return fmt.Errorf("layer %d: offset %d one by one, %d together", l, a.Offset(), b.Offset())
+				}
+				for j, x := range a.State() {
+					y := b.State()[j]
+					if !slices.Equal(x.Shape(), y.Shape()) {
+						return fmt.Errorf("layer %d array %d: shape %v one by one, %v together", l, j, x.Shape(), y.Shape())
+					}
+					if err := sameBits(y, x); err != nil {
+						return fmt.Errorf("first %v, layer %d array %d: %v", first, l, j, err)
+					}
+				}
+			}
+			one.Free()
+			all.Free()
+		}
+		return nil
+	})
+}
