@@ -60,6 +60,15 @@ std::vector<mx::array> gated_delta_step_graph(const std::vector<mx::array>& in) 
   return {mx::astype(y, q.dtype()), state};
 }
 
+mx::array swiglu_compiled(const mx::array& g, const mx::array& x) {
+  static auto compiled = mx::compile(
+      [](const std::vector<mx::array>& in) {
+        return std::vector<mx::array>{mx::multiply(mx::multiply(in[0], mx::sigmoid(in[0])), in[1])};
+      },
+      /*shapeless=*/true);
+  return compiled({g, x})[0];
+}
+
 }  // namespace
 
 extern "C" {
@@ -175,12 +184,17 @@ int mlxgo_logit_softcap(mlxgo_array x, const float* softcap_p, mlxgo_array* out)
   MLXGO_END
 }
 
-// mlx-lm's swiglu, nn.silu(gate) * x, also compiled there: on the GPU the op
-// graph gave the compiled function's bits in every L1 case, so it runs as
-// ops; on the CPU mlxgo's kernels make it one node (fused.cpp).
+// mlx-lm's swiglu, @partial(mx.compile, shapeless=True) over nn.silu(gate)
+// * x (silu(g) = g * sigmoid(g)). On a GPU it is compiled as mlx-lm's is:
+// one fused kernel and one graph node, where the three ops were three of
+// each in every layer's step (the L1 GPU runs found the same bits either
+// way, so this is for the host's work per step: MLX's evaluation encodes
+// every node). On the CPU mlxgo's kernels make it one node (fused.cpp), or
+// MLX's ops run as they are (its CPU compile needs a C++ compiler).
 int mlxgo_swiglu(mlxgo_array gate, mlxgo_array x, mlxgo_array* out) {
   MLXGO_BEGIN
-  put(out, mlxgo::cpu::silu_mul(arr(gate, "gate"), arr(x, "x")));
+  const auto &g = arr(gate, "gate"), &a = arr(x, "x");
+  put(out, on_gpu_default() ? swiglu_compiled(g, a) : mlxgo::cpu::silu_mul(g, a));
   MLXGO_END
 }
 
@@ -188,7 +202,14 @@ int mlxgo_swiglu(mlxgo_array gate, mlxgo_array x, mlxgo_array* out) {
 // gate/up projection's output without the two slices.
 int mlxgo_swiglu_halves(mlxgo_array gu, mlxgo_array* out) {
   MLXGO_BEGIN
-  put(out, mlxgo::cpu::silu_mul_halves(arr(gu)));
+  const auto& a = arr(gu);
+  if (on_gpu_default()) {
+    if (a.ndim() == 0 || a.shape(-1) % 2 != 0) throw std::invalid_argument("swiglu halves: the last axis is not even");
+    auto parts = mx::split(a, 2, -1);
+    put(out, swiglu_compiled(parts[0], parts[1]));
+  } else {
+    put(out, mlxgo::cpu::silu_mul_halves(a));
+  }
   MLXGO_END
 }
 
