@@ -6,9 +6,9 @@ import "github.com/mlxgo/mlxgo/mlx"
 type Rotary interface {
 	// At rotates x [B, H, L, D] whose first position is p.
 	At(x *mlx.Array, p Position) *mlx.Array
-	// Spec is the rotation as mlx.CacheAttention takes it, or false when it
-	// has no such form (then RoPEAttention composes At with the cache's
-	// attention).
+	// Spec is the rotation as mlx.CacheWrite and mlx.CacheAttend take it, or
+	// false when it has no such form (then RoPEAttention composes At with
+	// the cache's attention).
 	Spec() (mlx.RopeSpec, bool)
 }
 
@@ -22,8 +22,8 @@ type Rotary interface {
 //
 // for queries [B, heads, L, dim], keys and values [B, kvHeads, L, dim].
 // On mlxgo's CPU kernels, over a plain KV cache or a decode batch's, it is
-// one graph node (mlx.CacheAttention) with the same bits; otherwise it is
-// those ops.
+// three graph nodes (the keys' and the values' mlx.CacheWrite, then
+// mlx.CacheAttend) with the same bits; otherwise it is those ops.
 func RoPEAttention(c Cache, r Rotary, queries, keys, values *mlx.Array, scale float32, mask Mask) *mlx.Array {
 	if f, ok := c.(cacheAttender); ok && mask.Rows == nil && mlx.CacheAttentionOn() {
 		if spec, ok := r.Spec(); ok && fusable(f, queries, keys, values, mask) {
@@ -37,7 +37,7 @@ func RoPEAttention(c Cache, r Rotary, queries, keys, values *mlx.Array, scale fl
 }
 
 // cacheAttender is a cache whose update and attention can run as
-// mlx.CacheAttention.
+// mlx.CacheWrite and mlx.CacheAttend.
 type cacheAttender interface {
 	// buffers is the key and value buffers (nil when empty).
 	buffers() (k, v *mlx.Array)
@@ -45,10 +45,10 @@ type cacheAttender interface {
 }
 
 // fusable: the arrays are what the composition would pass to one attention
-// node with the cache's buffers, in one floating-point dtype.
+// node with the cache's buffers, in one dtype the kernels take.
 func fusable(c cacheAttender, q, k, v *mlx.Array, mask Mask) bool {
 	dt := q.Dtype()
-	if !dt.IsFloat() || k.Dtype() != dt || v.Dtype() != dt || q.Ndim() != 4 || k.Ndim() != 4 || v.Ndim() != 4 {
+	if (dt != mlx.Float32 && dt != mlx.Float16 && dt != mlx.BFloat16) || k.Dtype() != dt || v.Dtype() != dt || q.Ndim() != 4 || k.Ndim() != 4 || v.Ndim() != 4 {
 		return false
 	}
 	if kb, vb := c.buffers(); kb != nil && (kb.Dtype() != dt || vb.Dtype() != dt) {

@@ -2,7 +2,8 @@ package mlx
 
 import "sync/atomic"
 
-// RopeSpec is fast.rope's parameters (RoPE's) as CacheAttention takes them.
+// RopeSpec is fast.rope's parameters (RoPE's) as CacheWrite and CacheAttend
+// take them.
 type RopeSpec struct {
 	Dims        int // 0: no rotation
 	Traditional bool

@@ -70,7 +70,7 @@ func (r *RoPE) prescale(x *mlx.Array) *mlx.Array {
 	return mlx.SliceUpdate(x, mlx.Multiply(mlx.Slice(x, start, stop), s), start, stop)
 }
 
-// Spec implements kv.Rotary: the rotation as mlx.CacheAttention takes it,
+// Spec implements kv.Rotary: the rotation as mlx.CacheWrite and CacheAttend take it,
 // except YarnRoPE's, whose prescale is an op of its own.
 func (r *RoPE) Spec() (mlx.RopeSpec, bool) {
 	if r.mscale != 0 && r.mscale != 1 {

@@ -21,7 +21,7 @@
 // rope.h's (MlxgoRoPE's), the cache write a copy, the attention attn.h's
 // (MlxgoAttention's, itself MLX's CPU sdpa composition); only where the
 // bytes are kept differs. make test compares the nodes with that
-// composition bit for bit (mlx/cache_attention_test.go).
+// composition bit for bit (kv/rope_attention_test.go).
 #include <cstring>
 
 #include "cpu/attn.h"

@@ -1,7 +1,7 @@
 // attn.h — the attention kernel over explicit buffers, shared by the
 // MlxgoAttention node (kernels.cpp: MLX's CPU sdpa composition as one node)
-// and MlxgoCacheAttention (cache_attention.cpp: rope, the KV cache write and
-// that attention as one node).
+// and MlxgoCacheAttention (cache_attention.cpp: the queries' rope and that
+// attention over a KV cache's buffers as one node).
 #pragma once
 
 #include <cstdint>
