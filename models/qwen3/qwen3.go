@@ -41,17 +41,20 @@ type attention struct {
 	rope           *nn.RoPE
 }
 
-func (a *attention) apply(x *mlx.Array, mask kv.Mask, c kv.Cache) *mlx.Array {
-	b, l := x.Dim(0), x.Dim(1)
-	p := a.qkv.Apply(x)
-	queries := mlx.RMSNorm(mlx.Reshape(p[0], b, l, a.heads, -1), a.qNorm, a.eps)
-	keys := mlx.RMSNorm(mlx.Reshape(p[1], b, l, a.kvHeads, -1), a.kNorm, a.eps)
-	queries = mlx.Transpose(queries, 0, 2, 1, 3)
-	keys = mlx.Transpose(keys, 0, 2, 1, 3)
-	values := mlx.Transpose(mlx.Reshape(p[2], b, l, a.kvHeads, -1), 0, 2, 1, 3)
+// apply is Attention.__call__ on the block's input_layernorm of x, with x,
+// the block's residual, added to its output (h = x + r), which a packed
+// output projection adds as it stores.
+func (a *attention) apply(x, norm *mlx.Array, eps float32, mask kv.Mask, c kv.Cache) *mlx.Array {
+	// q/k/v projections of rms_norm(x) as heads [B, heads, L, -1]; q_norm
+	// and k_norm normalize each head's vector, which qwen3.py does before
+	// the transpose: the same rows either way.
+	p := a.qkv.NormHeads(x, norm, eps, a.heads, a.kvHeads, a.kvHeads)
+	queries := mlx.RMSNorm(p[0], a.qNorm, a.eps)
+	keys := mlx.RMSNorm(p[1], a.kNorm, a.eps)
 	// rope at the cache's offset, update_and_fetch, attention, and the heads
 	// back to [B, L, heads*dim]
-	return a.o.Apply(kv.RoPEAttention(c, a.rope, queries, keys, values, a.scale, mask))
+	out := kv.RoPEAttention(c, a.rope, queries, keys, p[2], a.scale, mask)
+	return nn.AddApply(x, a.o, out)
 }
 
 type block struct {
@@ -62,9 +65,8 @@ type block struct {
 }
 
 func (b *block) apply(x *mlx.Array, mask kv.Mask, c kv.Cache) *mlx.Array {
-	r := b.attn.apply(mlx.RMSNorm(x, b.inputNorm, b.eps), mask, c)
-	h := mlx.Add(x, r)
-	return nn.AddNormApply(h, b.mlp, b.postAttnNorm, b.eps) // h + mlp(rms_norm(h))
+	h := b.attn.apply(x, b.inputNorm, b.eps, mask, c)       // x + r
+	return nn.AddNormApply(h, b.mlp, b.postAttnNorm, b.eps) // h + r, r = mlp(rms_norm(h))
 }
 
 // Model is qwen3.py's Model (Qwen3Model and the lm head).
