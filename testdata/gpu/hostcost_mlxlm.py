@@ -8,7 +8,7 @@ on the same model, so the host's share of a decode step can be compared:
   pipelined  generate_step's loop: step n+1 built and async_eval'd before
              token n is read
 
-    python hostcost_mlxlm.py --model DIR [--steps 200]
+    python hostcost_mlxlm.py --model DIR [--steps 200] [--only build|sync|pipelined]
 """
 
 import argparse
@@ -24,6 +24,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", required=True, type=Path)
     ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--only", choices=("build", "sync", "pipelined"), help="run one loop only (run.sh's graphs and hostprof stages)")
     args = ap.parse_args()
     model, _ = load_model(args.model)
     mx.eval(model.parameters())
@@ -31,21 +32,23 @@ def main() -> int:
     tok = mx.array([[100]])
 
     t = 0.0
-    for done in range(0, n, 32):
+    for done in range(0, n if args.only in (None, "build") else 0, 32):
         cache = make_prompt_cache(model)
         t0 = time.perf_counter()
         for _ in range(min(32, n - done)):
             mx.argmax(model(tok, cache=cache), -1)
         t += time.perf_counter() - t0
         del cache
-    print(f"mlx-lm build: {t / n * 1e6:.0f} us/step")
+    if args.only in (None, "build"):
+        print(f"mlx-lm build: {t / n * 1e6:.0f} us/step")
 
     prompt = mx.array([[100 + 37 * i for i in range(32)]])
 
     def step(x, cache):
         return mx.argmax(model(x, cache=cache)[:, -1, :], -1).reshape(1, 1)
 
-    for name in ("sync", "pipelined"):
+    loops = ("sync", "pipelined") if args.only is None else [x for x in (args.only,) if x != "build"]
+    for name in loops:
         cache = make_prompt_cache(model)
         y = step(prompt, cache)
         mx.eval(y)
