@@ -245,6 +245,17 @@ gpu-check: native-cuda data-tok
 	  --implementation cp --platform manylinux_2_35_x86_64 -d $(GPU)/p2/whl mlx==$(MLX_VERSION) mlx-lm==0.32.2
 	du -sh $(GPU)/p1 $(GPU)/p2
 
+# The GPU benchmark, run on an NVIDIA GPU machine (CUDA 13 driver) where `make gpu-check` was run or
+# its .gpu/ was copied: mlxgo against mlx-lm 0.32.2 on the same libmlx.so, Llama-3.2-1B and -3.1-8B shapes,
+# bf16 and 4-bit g64, B=1 decode and prefill (512-token prompt, alternating rounds, medians), `serve
+# --batch 16/64` against mlx_lm.server's BatchGenerator, serve's time to first token at one stream; one
+# table with ratios and HBM-ceiling fractions (testdata/gpu/run.sh, testdata/gpu/summary.py; what it
+# prints also goes to $$OUT, else /tmp/mlxgo-gpu). Needs the machine's python3 with pip (and, for the
+# mlx-cuda-13 wheel's NVIDIA libraries, a CUDA 13 PyTorch's nvidia/ tree: NVIDIA=dir overrides).
+.PHONY: bench-gpu
+bench-gpu:
+	testdata/gpu/run.sh stash install verify bench1b bench8b benchserve ttft summary
+
 # Tensor-parallel decode on the Llama-3.2-1B-shaped model: 1 rank against 2 (local ranks over the ring
 # backend), mlxgo against mlx-lm's sharded generate in the same run, alternating; tok/s, rank 0's peak
 # memory, all_sum time per step (models/testdata/oracle/bench_distributed.py; JSON in .cache/bench/).
