@@ -31,9 +31,6 @@
 #   graphs   the CUDA graphs MLX commits in a decode step (MLX_SAVE_CUDA_GRAPHS_DOT_FILE), mlxgo's
 #            sync loop against mlx-lm's (hostcost's loops) on GRAPHS_SHAPE (default the 4-bit
 #            1B): graphs and nodes a step, kernels side by side (graphs.py)
-#   hostprof where the host's time goes in the pipelined decode loop: HOSTPROF_SAMPLES stacks of
-#            every thread, taken with cuda-gdb (the machine has no perf), mlxgo's loop then
-#            mlx-lm's, on HOSTPROF_SHAPE (default the 4-bit 1B); folded by hostprof.py
 #   summary  one table from the bench JSON
 #
 # Run from the repo root: testdata/gpu/run.sh STAGE... ; `make gpu-check` prepares what
@@ -275,38 +272,6 @@ stage_graphs() {
 	done
 	tar -czf "$OUT/graphs-$m-dot.tar.gz" -C "$OUT" "graphs-$m-dot"
 	keep "$OUT/graphs-$m.txt" "$OUT/graphs-$m-dot.tar.gz"
-}
-
-hostprof_sample() { # pid samples: every thread's stack, SAMPLES times, one cuda-gdb
-	local i
-	{
-		echo "set pagination off"; echo "set confirm off"; echo "set print thread-events off"
-		for i in $(seq "$2"); do
-			echo "attach $1"; echo "echo @@sample\\n"; echo "thread apply all bt 40"; echo "detach"; echo "shell sleep 0.25"
-		done
-	} > "$W/hostprof.gdb"
-	timeout "${HOSTPROF_GDB_TIMEOUT:-150}" cuda-gdb -batch -nx -x "$W/hostprof.gdb" 2>&1
-}
-
-stage_hostprof() {
-	export MLXGO_NATIVE_DIR=$PACK
-	local m=${HOSTPROF_SHAPE:-llama1b-q4g64} n=${HOSTPROF_SAMPLES:-40} pid
-	[ -d "$W/big/$m" ] || { log "hostprof: $m not made (run big1b first)"; return 1; }
-	command -v cuda-gdb || { log "hostprof: no cuda-gdb"; return 1; }
-	(cd models && MLXGO_BENCH_MODEL=$W/big/$m exec "$W/bin/models.test" -test.run '^$' \
-		-test.bench 'SmolLM2Decode/pipelined' -test.benchtime 15000x) > "$OUT/hostprof-$m-mlxgo-run.txt" 2>&1 &
-	pid=$!
-	sleep "${HOSTPROF_WARM:-20}"
-	hostprof_sample $pid "$n" > "$OUT/hostprof-$m-mlxgo.txt"
-	kill $pid 2>/dev/null; wait $pid 2>/dev/null
-	"$PY" testdata/gpu/hostcost_mlxlm.py --model "$W/big/$m" --steps 15000 --only pipelined > "$OUT/hostprof-$m-mlxlm-run.txt" 2>&1 &
-	pid=$!
-	sleep "${HOSTPROF_WARM:-20}"
-	hostprof_sample $pid "$n" > "$OUT/hostprof-$m-mlxlm.txt"
-	kill $pid 2>/dev/null; wait $pid 2>/dev/null
-	"$PY" testdata/gpu/hostprof.py "$OUT/hostprof-$m-mlxgo.txt" "$OUT/hostprof-$m-mlxlm.txt" > "$OUT/hostprof-$m.txt" 2>&1
-	head -80 "$OUT/hostprof-$m.txt"
-	keep "$OUT/hostprof-$m"*.txt
 }
 
 stage_summary() {
