@@ -29,17 +29,18 @@ def main() -> int:
     model, _ = load_model(args.model)
     mx.eval(model.parameters())
     n = args.steps
+    loops = ("build", "sync", "pipelined") if args.only is None else (args.only,)
     tok = mx.array([[100]])
 
-    t = 0.0
-    for done in range(0, n if args.only in (None, "build") else 0, 32):
-        cache = make_prompt_cache(model)
-        t0 = time.perf_counter()
-        for _ in range(min(32, n - done)):
-            mx.argmax(model(tok, cache=cache), -1)
-        t += time.perf_counter() - t0
-        del cache
-    if args.only in (None, "build"):
+    if "build" in loops:
+        t = 0.0
+        for done in range(0, n, 32):
+            cache = make_prompt_cache(model)
+            t0 = time.perf_counter()
+            for _ in range(min(32, n - done)):
+                mx.argmax(model(tok, cache=cache), -1)
+            t += time.perf_counter() - t0
+            del cache
         print(f"mlx-lm build: {t / n * 1e6:.0f} us/step")
 
     prompt = mx.array([[100 + 37 * i for i in range(32)]])
@@ -47,8 +48,7 @@ def main() -> int:
     def step(x, cache):
         return mx.argmax(model(x, cache=cache)[:, -1, :], -1).reshape(1, 1)
 
-    loops = ("sync", "pipelined") if args.only is None else [x for x in (args.only,) if x != "build"]
-    for name in loops:
+    for name in (x for x in loops if x != "build"):
         cache = make_prompt_cache(model)
         y = step(prompt, cache)
         mx.eval(y)
