@@ -541,12 +541,13 @@ func New(config []byte, w *nn.Weights) (nn.Decoder, error) {
 // sanitize is Model.sanitize: rotary tables and activation clipping ranges
 // go, and so do the key/value projections of KV-shared layers; a Hugging
 // Face checkpoint's fused experts (experts.gate_up_proj [E, 2I, H], split in
-// two along axis -2, and experts.down_proj) become switch_glu's.
+// two along axis -2 into contiguous copies, and experts.down_proj) become
+// switch_glu's.
 func sanitize(w *nn.Weights, layers, first int) error {
 	for l := range layers {
 		p := fmt.Sprintf("model.layers.%d.experts.", l)
 		if w.Has(p + "gate_up_proj") {
-			w.Split(p+"gate_up_proj", -2, p+"switch_glu.gate_proj.weight", p+"switch_glu.up_proj.weight")
+			w.Split(p+"gate_up_proj", -2, true, p+"switch_glu.gate_proj.weight", p+"switch_glu.up_proj.weight")
 		}
 		if w.Has(p + "down_proj") {
 			down := p + "down_proj"
