@@ -31,6 +31,9 @@
 #   graphs   the CUDA graphs MLX commits in a decode step (MLX_SAVE_CUDA_GRAPHS_DOT_FILE), mlxgo's
 #            sync loop against mlx-lm's (hostcost's loops) on GRAPHS_SHAPE (default the 4-bit
 #            1B): graphs and nodes a step, kernels side by side (graphs.py)
+#   moeprobe a mixture of experts' weight layout through MLX's sorted gather_mm / gather_qmm (a
+#            view of gate_up_proj against a contiguous copy), and mlx-lm's tiny gemma4_text_moe
+#            loaded both ways (moe_probe.py; the models from .gpu/p2/oracle/models)
 #   summary  one table from the bench JSON
 #
 # Run from the repo root: testdata/gpu/run.sh STAGE... ; `make gpu-check` prepares what
@@ -272,6 +275,16 @@ stage_graphs() {
 	done
 	tar -czf "$OUT/graphs-$m-dot.tar.gz" -C "$OUT" "graphs-$m-dot"
 	keep "$OUT/graphs-$m.txt" "$OUT/graphs-$m-dot.tar.gz"
+}
+
+stage_moeprobe() {
+	mkdir -p "$MLXGO_ORACLE_DIR/models"
+	[ -d .gpu/p2/oracle/models ] && cp -r .gpu/p2/oracle/models/. "$MLXGO_ORACLE_DIR/models/"
+	"$PY" testdata/gpu/moe_probe.py "$MLXGO_ORACLE_DIR/models" > "$OUT/moe-probe.txt" 2>&1
+	local rc=$?
+	grep -v '^$' "$OUT/moe-probe.txt" | tail -30
+	keep "$OUT/moe-probe.txt"
+	return $rc
 }
 
 stage_summary() {
