@@ -7,14 +7,14 @@ itself gives gemma4 and qwen3_5_moe.
    contiguous copy, through gather_mm / gather_qmm with sorted and unsorted
    indices, each against per-row matmuls of the same numbers. Shapes of the
    L1 suite's tiny gemma4_text_moe (E=8, I=32, H=64, 39 tokens x top 2).
-2. Models: the tiny gemma4_text_moe-f32 (Hugging Face layout, gate_up_proj
-   fused) through mlx-lm's own generate_step (logits.py's run), once as
-   mlx-lm loads it (gemma4's sanitize: contiguous parts) and once with the
-   parts left as views (what mlxgo did before 334b745). Row 0's first logit
-   and the difference between the two say which layout mlxgo's old result
-   (-0.46963486, the L1 runs of 2026-12-02..07) came from.
-3. The tiny gemma4_text_moe-q4g32 twice in one process: is the sorted
-   quantized path deterministic on this GPU?
+2. Models through mlx-lm's own generate_step (logits.py's run), prefill of
+   39 + 1 tokens (the sorted path) and 4 steps, each against the same model
+   on the CPU: as mlx-lm loads it (twice: is it deterministic?), with every
+   expert weight copied contiguous, and for gemma4 with the parts of
+   gate_up_proj left as views (what mlxgo did before 334b745, whose L1 runs
+   of 2026-12-02..07 had -0.46963486 for row 0's first logit). The tiny
+   gemma4_text_moe-f32 and qwen3_5_moe-f32 are in the Hugging Face layout
+   (gate_up_proj fused); gemma4_text_moe-q4g32 was converted by mlx-lm.
 
     python testdata/gpu/moe_probe.py MODELS_DIR   # prints one line per result
 """
@@ -55,42 +55,72 @@ def kernels() -> None:
         for name, (w, s, b) in parts.items():
             for sort in (True, False):
                 kw = dict(rhs_indices=idx, transpose=True, group_size=gs, bits=4, sorted_indices=sort)
-                y1 = mx.gather_qmm(x, w, s, b, **kw)
-                y2 = mx.gather_qmm(x, w, s, b, **kw)
+                try:
+                    y1 = mx.gather_qmm(x, w, s, b, **kw)
+                    y2 = mx.gather_qmm(x, w, s, b, **kw)
+                    mx.eval(y1, y2)
+                except RuntimeError as e:
+                    print(f"probe: gather_qmm q4g{gs} {name} sorted={sort}: {str(e)[:160]}")
+                    continue
                 print(f"probe: gather_qmm q4g{gs} {name} sorted={sort}: max|y - per-row| {maxdiff(y1, ref):.6g}, "
                       f"second call differs by {maxdiff(y1, y2):.6g}")
 
 
-def first_logits(model_dir: Path, views: bool):
+def contiguous_experts(model) -> None:
+    """Every SwitchLinear's arrays as contiguous copies."""
+    from mlx_lm.models.switch_layers import QuantizedSwitchLinear, SwitchLinear
+
+    for _, m in model.named_modules():
+        if isinstance(m, (SwitchLinear, QuantizedSwitchLinear)):
+            m.update({k: mx.contiguous(v) for k, v in m.parameters().items() if isinstance(v, mx.array)})
+
+
+def first_logits(model_dir: Path, variant: str):
+    """Prefill and 4 steps through mlx-lm's generate_step: variant "mlx-lm" (as
+    mlx-lm loads it), "views" (gemma4's sanitize without mx.contiguous),
+    "contiguous" (every expert weight copied contiguous after loading), "cpu"
+    (as loaded, on the CPU)."""
     import logits as oracle
     from mlx_lm.models import gemma4_text
     from mlx_lm.utils import load_model
 
     saved = mx.contiguous
-    if views:  # gemma4's sanitize calls mx.contiguous on each part: make it the identity
+    if variant == "views":  # gemma4's sanitize calls mx.contiguous on each part: make it the identity
         gemma4_text.mx.contiguous = lambda a, *args, **kw: a
     try:
         model, config = load_model(model_dir)
     finally:
         gemma4_text.mx.contiguous = saved
+    if variant == "contiguous":
+        contiguous_experts(model)
     prompt = oracle.prompt_ids(1, 40, oracle.vocab_size(config))
-    return oracle.run(model, prompt, steps=4, prefill_step_size=oracle.DEFAULT_PREFILL_STEP_SIZE, kv_bits=None,
-                      kv_group_size=64, quantized_kv_start=oracle.DEFAULT_QUANTIZED_KV_START,
-                      max_kv_size=None)["logits"]
+    device = mx.default_device()
+    mx.set_default_device(mx.cpu if variant == "cpu" else device)
+    try:
+        return oracle.run(model, prompt, steps=4, prefill_step_size=oracle.DEFAULT_PREFILL_STEP_SIZE, kv_bits=None,
+                          kv_group_size=64, quantized_kv_start=oracle.DEFAULT_QUANTIZED_KV_START,
+                          max_kv_size=None)["logits"]
+    finally:
+        mx.set_default_device(device)
 
 
 def models(models_dir: Path) -> None:
-    m = models_dir / "gemma4_text_moe-f32"
-    if m.exists():
-        a, b = first_logits(m, views=False), first_logits(m, views=True)
-        print(f"probe: gemma4_text_moe-f32 as mlx-lm loads it (contiguous parts): row 0 logit 0 {a[0, 0]!r}")
-        print(f"probe: gemma4_text_moe-f32 with the parts as views: row 0 logit 0 {b[0, 0]!r}; "
-              f"max |difference| {float(np.abs(a - b).max()):.6g}")
-    m = models_dir / "gemma4_text_moe-q4g32"
-    if m.exists():
-        a, b = first_logits(m, views=False), first_logits(m, views=False)
-        print(f"probe: gemma4_text_moe-q4g32 twice in one process: row 0 logit 0 {a[0, 0]!r} / {b[0, 0]!r}; "
-              f"max |difference| {float(np.abs(a - b).max()):.6g}")
+    for name in ("gemma4_text_moe-f32", "qwen3_5_moe-f32", "gemma4_text_moe-q4g32"):
+        m = models_dir / name
+        if not m.exists():
+            continue
+        variants = ["cpu", "mlx-lm", "mlx-lm", "contiguous"] + (["views"] if name.startswith("gemma4") else [])
+        cpu = None
+        for v in variants:
+            try:
+                out = first_logits(m, v)
+            except Exception as e:  # noqa: BLE001 - report and go on
+                print(f"probe: {name} {v}: {type(e).__name__}: {str(e)[:200]}")
+                continue
+            if cpu is None:
+                cpu = out
+            print(f"probe: {name} {v}: row 0 logit 0 {float(out[0, 0])!r}; "
+                  f"max |difference| from the CPU's {float(np.abs(out - cpu).max()):.6g}")
 
 
 def main() -> int:
