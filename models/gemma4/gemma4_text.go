@@ -547,7 +547,7 @@ func sanitize(w *nn.Weights, layers, first int) error {
 	for l := range layers {
 		p := fmt.Sprintf("model.layers.%d.experts.", l)
 		if w.Has(p + "gate_up_proj") {
-			w.Split(p+"gate_up_proj", -2, true, p+"switch_glu.gate_proj.weight", p+"switch_glu.up_proj.weight")
+			w.Split(p+"gate_up_proj", -2, p+"switch_glu.gate_proj.weight", p+"switch_glu.up_proj.weight")
 		}
 		if w.Has(p + "down_proj") {
 			down := p + "down_proj"

@@ -345,14 +345,15 @@ func (ws *Weights) Transform(match func(name string, shape []int) ([]int, bool),
 // experts' gate_up_proj into gate and up); src is popped. Nothing is
 // loaded until a part is taken.
 //
-// contiguous says whether each part is copied out (mx.contiguous, as
-// gemma4's sanitize does) or stays a strided view of src (a plain slice, as
-// qwen3_5_moe's does). The choice follows mlx-lm's file for the model, not
-// taste: on a GPU the layout picks MLX's kernel, and the sorted gather_mm of
+// Each part is a contiguous copy (mx.contiguous), never a strided view of
+// src: on a GPU the layout picks MLX's kernel, and the sorted gather_mm of
 // MLX 0.32.4's CUDA backend (a CUTLASS grouped GEMM) takes an expert's
-// offset from the part's shape, not its stride, so a view gives other
-// numbers than a contiguous copy (testdata/gpu/moe_probe.py measures it).
-func (ws *Weights) Split(src string, axis int, contiguous bool, dsts ...string) {
+// offset from the part's shape, not its stride, so a view computes with the
+// wrong experts (4.8 off on the tiny shapes, testdata/gpu/moe_probe.py).
+// mlx-lm's gemma4 sanitize copies too; its qwen3_5_moe keeps the slices and
+// so computes a Hugging Face checkpoint's prefill wrongly there (README,
+// "The CUDA pack"). On the CPU both layouts give the same bits.
+func (ws *Weights) Split(src string, axis int, dsts ...string) {
 	if ws.err != nil {
 		return
 	}
@@ -379,20 +380,17 @@ func (ws *Weights) Split(src string, axis int, contiguous bool, dsts ...string) 
 				return nil, err
 			}
 			defer a.Free()
-			out := splitPart(a, axis, i, n, contiguous)
+			out := splitPart(a, axis, i, n)
 			return out, mlx.Eval(out)
 		}}
 	}
 }
 
-// splitPart is part i (n wide along axis) of a, copied out or a view.
-func splitPart(a *mlx.Array, axis, i, n int, contiguous bool) *mlx.Array {
+// splitPart is part i (n wide along axis) of a, copied out.
+func splitPart(a *mlx.Array, axis, i, n int) *mlx.Array {
 	start, stop := make([]int, a.Ndim()), a.Shape()
 	start[axis], stop[axis] = i*n, (i+1)*n
-	out := mlx.Slice(a, start, stop)
-	if !contiguous {
-		return out
-	}
-	defer out.Free()
-	return mlx.Contiguous(out)
+	view := mlx.Slice(a, start, stop)
+	defer view.Free()
+	return mlx.Contiguous(view)
 }

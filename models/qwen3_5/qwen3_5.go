@@ -253,7 +253,7 @@ func sanitize(c *textArgs, w *nn.Weights, moe bool) bool {
 		for l := range c.NumHiddenLayers {
 			p := fmt.Sprintf("language_model.model.layers.%d.mlp.", l)
 			if w.Has(p + "experts.gate_up_proj") {
-				w.Split(p+"experts.gate_up_proj", -2, false, p+"switch_mlp.gate_proj.weight", p+"switch_mlp.up_proj.weight")
+				w.Split(p+"experts.gate_up_proj", -2, p+"switch_mlp.gate_proj.weight", p+"switch_mlp.up_proj.weight")
 				w.Rename(func(n string) string {
 					if n == p+"experts.down_proj" {
 						return p + "switch_mlp.down_proj.weight"

@@ -66,15 +66,6 @@ def kernels() -> None:
                       f"second call differs by {maxdiff(y1, y2):.6g}")
 
 
-def contiguous_experts(model) -> None:
-    """Every SwitchLinear's arrays as contiguous copies."""
-    from mlx_lm.models.switch_layers import QuantizedSwitchLinear, SwitchLinear
-
-    for _, m in model.named_modules():
-        if isinstance(m, (SwitchLinear, QuantizedSwitchLinear)):
-            m.update({k: mx.contiguous(v) for k, v in m.parameters().items() if isinstance(v, mx.array)})
-
-
 def first_logits(model_dir: Path, variant: str):
     """Prefill and 4 steps through mlx-lm's generate_step: variant "mlx-lm" (as
     mlx-lm loads it), "views" (gemma4's sanitize without mx.contiguous),
@@ -92,7 +83,7 @@ def first_logits(model_dir: Path, variant: str):
     finally:
         gemma4_text.mx.contiguous = saved
     if variant == "contiguous":
-        contiguous_experts(model)
+        oracle.contiguous_experts(model)
     prompt = oracle.prompt_ids(1, 40, oracle.vocab_size(config))
     device = mx.default_device()
     mx.set_default_device(mx.cpu if variant == "cpu" else device)

@@ -137,6 +137,23 @@ def run(model, prompt: list, steps: int, prefill_step_size: int, kv_bits, kv_gro
     }
 
 
+def contiguous_experts(model) -> None:
+    """Every mixture-of-experts weight as a contiguous copy, on a GPU only.
+
+    qwen3_5_moe's sanitize splits a Hugging Face checkpoint's fused
+    experts.gate_up_proj into two strided slices, and MLX 0.32.4's CUDA
+    sorted gather_mm (a CUTLASS grouped GEMM) takes an expert's offset from
+    the shape, not the stride: mlx-lm then computes such a prefill with the
+    wrong experts (testdata/gpu/moe_probe.py). mlxgo copies the parts
+    (nn.Weights.Split), so on a GPU the reference is mlx-lm with the same
+    copies; for weights already contiguous, and on the CPU, nothing changes."""
+    from mlx_lm.models.switch_layers import QuantizedSwitchLinear, SwitchLinear
+
+    for _, m in model.named_modules():
+        if isinstance(m, (SwitchLinear, QuantizedSwitchLinear)):
+            m.update({k: mx.contiguous(v) for k, v in m.parameters().items() if isinstance(v, mx.array)})
+
+
 class Unsupported(RuntimeError):
     """MLX itself cannot evaluate a case on this device (e.g. MLX's CUDA backend has
     no quantized-matmul kernel for a tiny seeded shape): the message, the 1-based
@@ -171,6 +188,8 @@ def unsupported_case(case: str, model_dir: Path, out: Path, err: Unsupported, *,
     }
     if dtype:
         entry["dtype"] = dtype
+    if oracle_device() != mx.cpu:
+        entry["experts_contiguous"] = True  # contiguous_experts
     out.mkdir(parents=True, exist_ok=True)
     mx.save_safetensors(str(out / entry["file"]), {"prompt_ids": mx.array(np.array(prompt, dtype=np.int32))},
                         metadata={"case": case, "format": "mlxgo-oracle-v1"})
@@ -195,6 +214,8 @@ def make_case(case: str, model_dir: Path, out: Path, *, prompt=None, prompt_len=
     model, config = load_model(model_dir)
     if dtype:
         model.set_dtype(getattr(mx, dtype))
+    if oracle_device() != mx.cpu:
+        contiguous_experts(model)
     if prompt is None:
         prompt = prompt_ids(prompt_seed, prompt_len, vocab_size(config))
     settings = dict(steps=steps, prefill_step_size=prefill_step_size, kv_bits=kv_bits,
@@ -218,6 +239,8 @@ def make_case(case: str, model_dir: Path, out: Path, *, prompt=None, prompt_len=
     }
     if dtype:
         entry["dtype"] = dtype
+    if oracle_device() != mx.cpu:
+        entry["experts_contiguous"] = True  # contiguous_experts
     if max_kv_size is not None and hasattr(model, "make_cache"):
         # make_prompt_cache lets the model's own make_cache win: mlx-lm ignores
         # --max-kv-size for llama and gemma3_text.
