@@ -17,6 +17,9 @@ itself gives gemma4 and qwen3_5_moe.
    (gate_up_proj fused); gemma4_text_moe-q4g32 was converted by mlx-lm.
 
     python testdata/gpu/moe_probe.py MODELS_DIR   # prints one line per result
+    python testdata/gpu/moe_probe.py MODELS_DIR gpu MODEL   # which module first makes a NaN
+    python testdata/gpu/moe_probe.py MODELS_DIR gpu MODEL run   # row 0 of one run
+    python testdata/gpu/moe_probe.py MODELS_DIR poison   # the q4g32 model's matmuls on a NaN-filled cache
 """
 
 import sys
@@ -64,6 +67,53 @@ def kernels() -> None:
                     continue
                 print(f"probe: gather_qmm q4g{gs} {name} sorted={sort}: max|y - per-row| {maxdiff(y1, ref):.6g}, "
                       f"second call differs by {maxdiff(y1, y2):.6g}")
+
+
+def poisoned_kernels() -> None:
+    """The quantized matmuls of the tiny gemma4_text_moe-q4g32, each right
+    after MLX's buffer cache was filled with NaN: a kernel that reads memory
+    it never wrote shows a NaN or a large difference from x @ dequantize(w).T."""
+    mx.random.seed(3)
+
+    def poison():
+        for n in (1 << 10, 1 << 14, 1 << 18):
+            p = mx.full((n,), float("nan"))
+            mx.eval(p)
+            del p
+
+    def check(name, x, w, bits, gs, idx=None, sort=False):
+        qw, qs, qb = mx.quantize(w, group_size=gs, bits=bits)
+        deq = mx.dequantize(qw, qs, qb, group_size=gs, bits=bits)
+        if idx is None:
+            ref = x @ deq.T
+        else:
+            ref = mx.stack([x[r, 0] @ deq[int(idx[r].item())].T for r in range(idx.size)])[:, None, :]
+        mx.eval(qw, qs, qb, ref)
+        worst = 0.0
+        for _ in range(3):
+            poison()
+            if idx is None:
+                y = mx.quantized_matmul(x, qw, qs, qb, transpose=True, group_size=gs, bits=bits)
+            else:
+                y = mx.gather_qmm(x, qw, qs, qb, rhs_indices=idx, transpose=True, group_size=gs, bits=bits,
+                                  sorted_indices=sort)
+            d = maxdiff(y, ref)
+            if worst == worst:  # a NaN stays
+                worst = d if d != d else max(worst, d)
+        print(f"probe: poisoned cache, {name}: max |y - x @ dequantize(w).T| over 3 calls {worst:.6g}")
+
+    idx = mx.sort(mx.random.randint(0, 8, (78,)).astype(mx.uint32))
+    for t in (39, 1):
+        x64 = mx.random.normal((1, t, 64))
+        check(f"router 8-bit g64, {t} tokens", x64, mx.random.normal((8, 64)) * 0.1, 8, 64)
+        check(f"mlp gate 4-bit g32 [64, 64], {t} tokens", x64, mx.random.normal((64, 64)) * 0.1, 4, 32)
+        check(f"q_proj 4-bit g32 [128, 64], {t} tokens", x64, mx.random.normal((128, 64)) * 0.1, 4, 32)
+        check(f"o_proj 4-bit g32 [64, 128], {t} tokens", mx.random.normal((1, t, 128)), mx.random.normal((64, 128)) * 0.1, 4, 32)
+    for sort in (True, False):
+        check(f"experts down 4-bit g32 [8, 64, 32], 78 rows sorted={sort}", mx.random.normal((78, 1, 32)),
+              mx.random.normal((8, 64, 32)) * 0.1, 4, 32, idx, sort)
+        check(f"experts gate 4-bit g32 [8, 32, 64], 78 rows sorted={sort}", mx.random.normal((78, 1, 64)),
+              mx.random.normal((8, 32, 64)) * 0.1, 4, 32, idx, sort)
 
 
 def first_logits(model_dir: Path, variant: str):
@@ -114,9 +164,66 @@ def models(models_dir: Path) -> None:
                   f"max |difference| from the CPU's {float(np.abs(out - cpu).max()):.6g}")
 
 
+def nan_hunt(model_dir: Path) -> None:
+    """The first modules whose output holds a NaN though their inputs hold
+    none, over the prefill call's 39 tokens (each output evaluated as it is
+    made: the same kernels, one at a time)."""
+    import logits as oracle
+    import mlx.nn as nn
+    from mlx_lm.models import switch_layers
+    from mlx_lm.models.cache import make_prompt_cache
+    from mlx_lm.utils import load_model
+
+    model, config = load_model(model_dir)
+    oracle.contiguous_experts(model)
+    found = []
+
+    def has_nan(v) -> bool:
+        if isinstance(v, mx.array) and mx.issubdtype(v.dtype, mx.floating):
+            return bool(mx.any(mx.isnan(v)).item())
+        if isinstance(v, (tuple, list)):
+            return any(has_nan(x) for x in v)
+        return False
+
+    def wrap(cls):
+        call = cls.__call__
+
+        def probe(self, *args, **kw):
+            out = call(self, *args, **kw)
+            if len(found) < 6 and has_nan(out) and not has_nan(args):
+                shapes = [tuple(a.shape) for a in args if isinstance(a, mx.array)]
+                found.append(f"{cls.__name__} inputs {shapes} ({getattr(self, 'bits', '')} bits, "
+                             f"group {getattr(self, 'group_size', '')})")
+            return out
+        cls.__call__ = probe
+        return call
+
+    classes = [nn.QuantizedLinear, nn.QuantizedEmbedding, nn.Linear, nn.RMSNorm, switch_layers.QuantizedSwitchLinear,
+               switch_layers.SwitchGLU, type(model)]
+    saved = [(c, wrap(c)) for c in classes]
+    try:
+        prompt = oracle.prompt_ids(1, 40, oracle.vocab_size(config))
+        out = model(mx.array(prompt[:39])[None], cache=make_prompt_cache(model))
+        print(f"probe: {model_dir.name} prefill of 39 tokens: NaN in the logits {has_nan(out)}; first modules to make "
+              f"a NaN from none: {found or 'none'}")
+    finally:
+        for c, call in saved:
+            c.__call__ = call
+
+
 def main() -> int:
     mx.set_default_device(mx.gpu if len(sys.argv) < 3 or sys.argv[2] != "cpu" else mx.cpu)
     print(f"probe: device {mx.default_device()}, mlx {mx.__version__}")
+    if len(sys.argv) > 2 and sys.argv[2] == "poison":  # MODELS_DIR poison
+        poisoned_kernels()
+        return 0
+    if len(sys.argv) > 4:  # MODELS_DIR DEVICE MODEL run: row 0 of one generate_step run, as loaded
+        out = first_logits(Path(sys.argv[1]) / sys.argv[3], "mlx-lm")
+        print(f"probe: {sys.argv[3]}: row 0 logit 0 {float(out[0, 0])!r}, NaN rows {np.isnan(out).any(axis=1).tolist()}")
+        return 0
+    if len(sys.argv) > 3:  # MODELS_DIR DEVICE MODEL: the NaN hunt only
+        nan_hunt(Path(sys.argv[1]) / sys.argv[3])
+        return 0
     kernels()
     models(Path(sys.argv[1]))
     return 0
