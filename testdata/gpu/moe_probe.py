@@ -102,6 +102,14 @@ def poisoned_kernels() -> None:
                 worst = d if d != d else max(worst, d)
         print(f"probe: poisoned cache, {name}: max |y - x @ dequantize(w).T| over 3 calls {worst:.6g}")
 
+    # the router's shape family: 8-bit g64 (mlx-lm's quant_predicate for gemma4's router), a
+    # few experts (N), the tiny and the real hidden sizes (K), and prompt lengths (M)
+    for n in (8, 128):
+        for k in (64, 2816):
+            for m in (2, 39, 512):
+                for bits, gs in ((8, 64), (4, 64)):
+                    check(f"{bits}-bit g{gs} [{n}, {k}], {m} tokens", mx.random.normal((1, m, k)),
+                          mx.random.normal((n, k)) * 0.1, bits, gs)
     idx = mx.sort(mx.random.randint(0, 8, (78,)).astype(mx.uint32))
     for t in (39, 1):
         x64 = mx.random.normal((1, t, 64))
