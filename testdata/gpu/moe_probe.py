@@ -8,13 +8,17 @@ itself gives gemma4 and qwen3_5_moe.
    indices, each against per-row matmuls of the same numbers. Shapes of the
    L1 suite's tiny gemma4_text_moe (E=8, I=32, H=64, 39 tokens x top 2).
 2. Models through mlx-lm's own generate_step (logits.py's run), prefill of
-   39 + 1 tokens (the sorted path) and 4 steps, each against the same model
-   on the CPU: as mlx-lm loads it (twice: is it deterministic?), with every
-   expert weight copied contiguous, and for gemma4 with the parts of
-   gate_up_proj left as views (what mlxgo did before 334b745, whose L1 runs
-   of 2026-12-02..07 had -0.46963486 for row 0's first logit). The tiny
-   gemma4_text_moe-f32 and qwen3_5_moe-f32 are in the Hugging Face layout
-   (gate_up_proj fused); gemma4_text_moe-q4g32 was converted by mlx-lm.
+   39 + 1 tokens (the sorted path) and 4 steps: as mlx-lm loads it (twice:
+   is it deterministic?), with every expert weight copied contiguous, and for
+   gemma4 with the parts of gate_up_proj left as views (what mlxgo did before
+   334b745, whose L1 runs of 2026-12-02..07 had -0.46963486 for row 0's first
+   logit), each against the first. The tiny gemma4_text_moe-f32 and
+   qwen3_5_moe-f32 are in the Hugging Face layout (gate_up_proj fused);
+   gemma4_text_moe-q4g32 was converted by mlx-lm. Run it again with "cpu" for
+   the CPU's numbers (generate_step's stream is made on the default device
+   when mlx_lm.generate is imported, so one process runs on one device).
+3. poison: the quantized matmuls of the tiny q4g32 model, and the router's
+   shape family, right after MLX's buffer cache was filled with NaN.
 
     python testdata/gpu/moe_probe.py MODELS_DIR   # prints one line per result
     python testdata/gpu/moe_probe.py MODELS_DIR gpu MODEL   # which module first makes a NaN
@@ -127,8 +131,7 @@ def poisoned_kernels() -> None:
 def first_logits(model_dir: Path, variant: str):
     """Prefill and 4 steps through mlx-lm's generate_step: variant "mlx-lm" (as
     mlx-lm loads it), "views" (gemma4's sanitize without mx.contiguous),
-    "contiguous" (every expert weight copied contiguous after loading), "cpu"
-    (as loaded, on the CPU)."""
+    "contiguous" (every expert weight copied contiguous after loading)."""
     import logits as oracle
     from mlx_lm.models import gemma4_text
     from mlx_lm.utils import load_model
@@ -143,14 +146,9 @@ def first_logits(model_dir: Path, variant: str):
     if variant == "contiguous":
         oracle.contiguous_experts(model)
     prompt = oracle.prompt_ids(1, 40, oracle.vocab_size(config))
-    device = mx.default_device()
-    mx.set_default_device(mx.cpu if variant == "cpu" else device)
-    try:
-        return oracle.run(model, prompt, steps=4, prefill_step_size=oracle.DEFAULT_PREFILL_STEP_SIZE, kv_bits=None,
-                          kv_group_size=64, quantized_kv_start=oracle.DEFAULT_QUANTIZED_KV_START,
-                          max_kv_size=None)["logits"]
-    finally:
-        mx.set_default_device(device)
+    return oracle.run(model, prompt, steps=4, prefill_step_size=oracle.DEFAULT_PREFILL_STEP_SIZE, kv_bits=None,
+                      kv_group_size=64, quantized_kv_start=oracle.DEFAULT_QUANTIZED_KV_START,
+                      max_kv_size=None)["logits"]
 
 
 def models(models_dir: Path) -> None:
@@ -158,18 +156,17 @@ def models(models_dir: Path) -> None:
         m = models_dir / name
         if not m.exists():
             continue
-        variants = ["cpu", "mlx-lm", "mlx-lm", "contiguous"] + (["views"] if name.startswith("gemma4") else [])
-        cpu = None
-        for v in variants:
+        first = None
+        for v in ["mlx-lm", "mlx-lm", "contiguous"] + (["views"] if name.startswith("gemma4") else []):
             try:
                 out = first_logits(m, v)
             except Exception as e:  # noqa: BLE001 - report and go on
                 print(f"probe: {name} {v}: {type(e).__name__}: {str(e)[:200]}")
                 continue
-            if cpu is None:
-                cpu = out
+            if first is None:
+                first = out
             print(f"probe: {name} {v}: row 0 logit 0 {float(out[0, 0])!r}; "
-                  f"max |difference| from the CPU's {float(np.abs(out - cpu).max()):.6g}")
+                  f"max |difference| from the first run {float(np.abs(out - first).max()):.6g}")
 
 
 def nan_hunt(model_dir: Path) -> None:

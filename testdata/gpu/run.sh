@@ -32,8 +32,9 @@
 #            sync loop against mlx-lm's (hostcost's loops) on GRAPHS_SHAPE (default the 4-bit
 #            1B): graphs and nodes a step, kernels side by side (graphs.py)
 #   moeprobe a mixture of experts' weight layout through MLX's sorted gather_mm / gather_qmm (a
-#            view of gate_up_proj against a contiguous copy), and mlx-lm's tiny gemma4_text_moe
-#            loaded both ways (moe_probe.py; the models from .gpu/p2/oracle/models)
+#            view of gate_up_proj against a contiguous copy), mlx-lm's tiny MoE models loaded each
+#            way, on the GPU and on the CPU, and quantized matmuls on a NaN-filled buffer cache
+#            (moe_probe.py; the models from .gpu/p2/oracle/models)
 #   summary  one table from the bench JSON
 #
 # Run from the repo root: testdata/gpu/run.sh STAGE... ; `make gpu-check` prepares what
@@ -282,6 +283,8 @@ stage_moeprobe() {
 	[ -d .gpu/p2/oracle/models ] && cp -r .gpu/p2/oracle/models/. "$MLXGO_ORACLE_DIR/models/"
 	"$PY" testdata/gpu/moe_probe.py "$MLXGO_ORACLE_DIR/models" > "$OUT/moe-probe.txt" 2>&1
 	local rc=$?
+	"$PY" testdata/gpu/moe_probe.py "$MLXGO_ORACLE_DIR/models" cpu >> "$OUT/moe-probe.txt" 2>&1 || rc=1
+	"$PY" testdata/gpu/moe_probe.py "$MLXGO_ORACLE_DIR/models" poison >> "$OUT/moe-probe.txt" 2>&1 || rc=1
 	grep -v '^$' "$OUT/moe-probe.txt" | tail -30
 	keep "$OUT/moe-probe.txt"
 	return $rc
