@@ -835,3 +835,66 @@ func stockOrPacked(x, w, s, b, ss, sb *mlx.Array, q mlx.Quant) (*mlx.Array, erro
 	y := mlx.PackedMatmul(x, p)
 	return y, y.Err()
 }
+
+// TestCPUKernelsErf: gelu's erf (a BERT embedder's, whisper's) as one node of
+// the shim's kernel, bit for bit MLX's simd::erf: random values over the
+// range where its exp underflows (|x| > 9.4) and where it does not, the
+// specials, and one float32 bit pattern in every 4099 (every sign, exponent
+// and NaN payload class), contiguous and as a transposed view.
+func TestCPUKernelsErf(t *testing.T) {
+	mlxtest.Need(t)
+	isaList := runnableISAs(t)
+	r := rand.New(rand.NewPCG(13, 14))
+	for _, n := range []int{1, 7, 33, 5000, 3 * 4097} {
+		for _, scale := range []float32{3, 12} {
+			v := randomFloats(r, n, scale, 0.05)
+			t.Run(fmt.Sprintf("%d/%g", n, scale), func(t *testing.T) {
+				compareKernels(t, isaList, func() (*mlx.Array, error) {
+					y := mlx.Erf(mlx.FromSlice(v, n))
+					return y, y.Err()
+				})
+			})
+		}
+	}
+	var bits []float32
+	for u := uint64(0); u < 1<<32; u += 4099 {
+		bits = append(bits, math.Float32frombits(uint32(u)))
+	}
+	t.Run("bit-patterns", func(t *testing.T) {
+		compareKernels(t, isaList, func() (*mlx.Array, error) {
+			y := mlx.Erf(mlx.FromSlice(bits, len(bits)))
+			return y, y.Err()
+		})
+	})
+	t.Run("view", func(t *testing.T) {
+		v := randomFloats(r, 40*37, 4, 0.05)
+		compareKernels(t, isaList, func() (*mlx.Array, error) {
+			y := mlx.Erf(mlx.Transpose(mlx.FromSlice(v, 40, 37), 1, 0))
+			return y, y.Err()
+		})
+	})
+	// The kernels' node is what ran (else the comparison above would be
+	// MLX's against itself); other dtypes stay MLX's op.
+	for _, c := range []struct {
+		dt   mlx.Dtype
+		want string
+	}{{mlx.Float32, "MlxgoErf"}, {mlx.Float16, "Erf"}} {
+		err := mlx.Do(func() error {
+			if err := mlx.SetCPUKernels(mlx.KernelsMLXGO, 2, isaList[0]); err != nil {
+				return err
+			}
+			op, err := mlx.Erf(floatsAs([]float32{0.5, -1}, c.dt, 2)).OpName()
+			if err != nil {
+				return err
+			}
+			if op != c.want {
+				t.Errorf("%s: erf's node is %q, want %q", c.dt, op, c.want)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	restoreKernels()
+}

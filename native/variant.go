@@ -15,7 +15,7 @@ const MLXVersion = "0.32.4"
 // revision. Bump the revision whenever the shim's C ABI or the pack layout
 // changes, so that a cached pack from an older build is never mistaken for
 // this one (the cache directory and release URL both carry it).
-const PackVersion = MLXVersion + "-25"
+const PackVersion = MLXVersion + "-26"
 
 // Device values for MLXGO_DEVICE.
 const (

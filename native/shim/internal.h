@@ -154,6 +154,8 @@ mx::array rms_norm(const mx::array& x, const std::optional<mx::array>& weight, f
 // mlx-lm's swiglu on the CPU: silu(g)·u as multiply(multiply(g, sigmoid(g)), u).
 mx::array silu_mul(const mx::array& g, const mx::array& u);
 mx::array silu_mul_halves(const mx::array& gu);
+// mx::erf, float32 on the CPU as one node of the shim's kernel.
+mx::array erf(const mx::array& x);
 // mx::logsumexp, its LogSumExp node (a reduction over the last axis) run by
 // the shim's kernel on the CPU.
 mx::array logsumexp(const mx::array& a, const std::vector<int>& axes, bool keepdims);

@@ -24,6 +24,14 @@ using shim::put;
 
 extern "C" {
 
+// erf takes the shim's CPU kernel (mlxgo::cpu::erf: the same bits as
+// MLX's, vectorized and threaded) where the kernels are on.
+int mlxgo_erf(mlxgo_array a, mlxgo_array* out) {
+  MLXGO_BEGIN
+  put(out, mlxgo::cpu::erf(arr(a)));
+  MLXGO_END
+}
+
 UNARY(negative)
 UNARY(exp)
 UNARY(log)
@@ -36,7 +44,6 @@ UNARY(sin)
 UNARY(cos)
 UNARY(tanh)
 UNARY(sigmoid)
-UNARY(erf)
 UNARY(floor)
 UNARY(ceil)
 UNARY(reciprocal)

@@ -136,6 +136,8 @@ struct Isa {
   float (*lse_row)(const float* x, int n);
   // silu(g)·u over n float32 values, as MLX's Sigmoid and two multiplies.
   void (*silu_mul)(const float* g, const float* u, float* out, size_t n);
+  // MLX's Erf over n float32 values (simd::erf).
+  void (*erf)(const float* in, float* out, size_t n);
   // Self-test hooks: the dtype roundings and conversions over n floats, and
   // MLX's simd::exp.
   void (*round)(Dt dt, const float* in, float* out, size_t n);
