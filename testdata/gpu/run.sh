@@ -141,14 +141,20 @@ stage_l1() {
 	return $rc
 }
 
+# The tiny models carried in .gpu/p2/oracle/models, into the oracle's models directory.
+carried_models() {
+	mkdir -p "$MLXGO_ORACLE_DIR/models"
+	[ -d .gpu/p2/oracle/models ] && cp -r .gpu/p2/oracle/models/. "$MLXGO_ORACLE_DIR/models/"
+	true
+}
+
 stage_l1cases() {
 	# A few L1 cases only (L1_CASES, each "model:prompt_len"), their tiny models carried in
 	# .gpu/p2/oracle/models (make gpu-check L1_CARRY="..."): for a device budget too short for the suite.
 	# L1_ORACLE_FLAGS (default --no-checks; empty: the oracle's rerun and no-compile checks too).
 	export MLXGO_ORACLE_DEVICE=gpu
 	local c m n
-	mkdir -p "$MLXGO_ORACLE_DIR/models"
-	[ -d .gpu/p2/oracle/models ] && cp -r .gpu/p2/oracle/models/. "$MLXGO_ORACLE_DIR/models/"
+	carried_models
 	for c in ${L1_CASES:-}; do
 		m=${c%%:*} n=${c##*:}
 		timeout "${L1_CASE_TIMEOUT:-150}" "$PY" models/testdata/oracle/logits.py --model "$MLXGO_ORACLE_DIR/models/$m" \
@@ -279,8 +285,7 @@ stage_graphs() {
 }
 
 stage_moeprobe() {
-	mkdir -p "$MLXGO_ORACLE_DIR/models"
-	[ -d .gpu/p2/oracle/models ] && cp -r .gpu/p2/oracle/models/. "$MLXGO_ORACLE_DIR/models/"
+	carried_models
 	"$PY" testdata/gpu/moe_probe.py "$MLXGO_ORACLE_DIR/models" > "$OUT/moe-probe.txt" 2>&1
 	local rc=$?
 	"$PY" testdata/gpu/moe_probe.py "$MLXGO_ORACLE_DIR/models" cpu >> "$OUT/moe-probe.txt" 2>&1 || rc=1
