@@ -10,7 +10,7 @@
 #            then mlxgo's TestL1 against them (models.test), MLX_ENABLE_TF32=0 in both
 #            (L1_ORACLE_FLAGS=--no-checks skips the oracle's rerun and no-compile runs;
 #            L1_SHARDS=N runs N oracle processes at once)
-#   l1cases  only the L1 cases L1_CASES names ("model:prompt_len ..."), models carried in .gpu/p2/oracle
+#   l1cases  only the L1 cases L1_CASES names ("model:prompt_len ..."), models carried in .gpu/p1/models or .gpu/p2/oracle
 #   big1b    only make the Llama-3.2-1B-shaped models (bench1b makes them too)
 #   bench1b  mlxgo generate vs mlx-lm, alternating (bench.py), Llama-3.2-1B shape bf16 + q4g64
 #            (BENCH1B_SHAPES, BENCH1B_ROUNDS: default both shapes, 3 rounds)
@@ -59,6 +59,9 @@ keep() { cp -f "$@" "$W/results/" 2>/dev/null; }
 
 stage_stash() {
 	cp .gpu/p1/wheel.part-* "$W/" && ls -la "$W"
+	# Tiny models for l1cases/moeprobe that did not fit beside the second call's 57 MB
+	# (cp -r .cache/oracle/models/NAME .gpu/p1/models/): kept where the oracle looks.
+	if [ -d .gpu/p1/models ]; then mkdir -p "$MLXGO_ORACLE_DIR/models" && cp -r .gpu/p1/models/. "$MLXGO_ORACLE_DIR/models/"; fi
 	nvidia-smi; cat /proc/driver/nvidia/version; ldconfig -p | grep -E 'libcuda\.|libnvrtc|libcublas' ; ls "$NVIDIA" "$NVIDIA"/cu13/lib "$NVIDIA"/cu13/include | head -80
 	"$PY" -c 'import transformers, numpy; print("transformers", transformers.__version__, "numpy", numpy.__version__)'
 	"$PY" -m pip --version
@@ -150,7 +153,7 @@ carried_models() {
 
 stage_l1cases() {
 	# A few L1 cases only (L1_CASES, each "model:prompt_len"), their tiny models carried in
-	# .gpu/p2/oracle/models (make gpu-check L1_CARRY="..."): for a device budget too short for the suite.
+	# .gpu/p1/models (see stash) or .gpu/p2/oracle/models: for a device budget too short for the suite.
 	# L1_ORACLE_FLAGS (default --no-checks; empty: the oracle's rerun and no-compile checks too).
 	export MLXGO_ORACLE_DEVICE=gpu
 	local c m n
