@@ -875,6 +875,7 @@ func TestCPUKernelsErf(t *testing.T) {
 	})
 	// The kernels' node is what ran (else the comparison above would be
 	// MLX's against itself); other dtypes stay MLX's op.
+	defer restoreKernels()
 	for _, c := range []struct {
 		dt   mlx.Dtype
 		want string
@@ -896,5 +897,4 @@ func TestCPUKernelsErf(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	restoreKernels()
 }

@@ -61,7 +61,7 @@ stage_stash() {
 	cp .gpu/p1/wheel.part-* "$W/" && ls -la "$W"
 	# Tiny models for l1cases/moeprobe that did not fit beside the second call's 57 MB
 	# (cp -r .cache/oracle/models/NAME .gpu/p1/models/): kept where the oracle looks.
-	if [ -d .gpu/p1/models ]; then mkdir -p "$MLXGO_ORACLE_DIR/models" && cp -r .gpu/p1/models/. "$MLXGO_ORACLE_DIR/models/"; fi
+	carried_models
 	nvidia-smi; cat /proc/driver/nvidia/version; ldconfig -p | grep -E 'libcuda\.|libnvrtc|libcublas' ; ls "$NVIDIA" "$NVIDIA"/cu13/lib "$NVIDIA"/cu13/include | head -80
 	"$PY" -c 'import transformers, numpy; print("transformers", transformers.__version__, "numpy", numpy.__version__)'
 	"$PY" -m pip --version
@@ -144,10 +144,14 @@ stage_l1() {
 	return $rc
 }
 
-# The tiny models carried in .gpu/p2/oracle/models, into the oracle's models directory.
+# The tiny models carried in this call (.gpu/p1/models with the first part, .gpu/p2/oracle/models
+# with the second), into the oracle's models directory, which stays while the machine is warm.
 carried_models() {
+	local d
 	mkdir -p "$MLXGO_ORACLE_DIR/models"
-	[ -d .gpu/p2/oracle/models ] && cp -r .gpu/p2/oracle/models/. "$MLXGO_ORACLE_DIR/models/"
+	for d in .gpu/p1/models .gpu/p2/oracle/models; do
+		[ -d "$d" ] && cp -r "$d/." "$MLXGO_ORACLE_DIR/models/"
+	done
 	true
 }
 
