@@ -8,7 +8,11 @@ on the same model, so the host's share of a decode step can be compared:
   pipelined  generate_step's loop: step n+1 built and async_eval'd before
              token n is read
 
-    python hostcost_mlxlm.py --model DIR [--steps 200] [--only build|sync|pipelined]
+    python hostcost_mlxlm.py --model DIR [--steps 200] [--only build|sync|pipelined] [--prompt-tokens 32]
+
+--prompt-tokens sets the prompt the decode loops start from (the Go loops'
+MLXGO_BENCH_PROMPT_TOKENS): token i is (100 + 37 i) mod the vocabulary, as
+there.
 """
 
 import argparse
@@ -25,6 +29,7 @@ def main() -> int:
     ap.add_argument("--model", required=True, type=Path)
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--only", choices=("build", "sync", "pipelined"), help="run one loop only (run.sh's graphs and hostprof stages)")
+    ap.add_argument("--prompt-tokens", type=int, default=32, help="the decode loops' prompt length (run.sh's ctxcost stage)")
     args = ap.parse_args()
     model, _ = load_model(args.model)
     mx.eval(model.parameters())
@@ -43,7 +48,8 @@ def main() -> int:
             del cache
         print(f"mlx-lm build: {t / n * 1e6:.0f} us/step")
 
-    prompt = mx.array([[100 + 37 * i for i in range(32)]])
+    vocab = model.args.vocab_size
+    prompt = mx.array([[(100 + 37 * i) % vocab for i in range(args.prompt_tokens)]])
 
     def step(x, cache):
         return mx.argmax(model(x, cache=cache)[:, -1, :], -1).reshape(1, 1)
@@ -67,7 +73,7 @@ def main() -> int:
                 y = nxt
             y.item()
         dt = time.perf_counter() - t0
-        print(f"mlx-lm decode/{name}: {dt / n * 1e6:.0f} us/step {n / dt:.1f} tok/s")
+        print(f"mlx-lm decode/{name}: {dt / n * 1e6:.0f} us/step {n / dt:.1f} tok/s (prompt {args.prompt_tokens})")
         del cache
     return 0
 

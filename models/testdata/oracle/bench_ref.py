@@ -18,6 +18,9 @@ JSON line on stderr:
   weight_bytes    bytes of all parameters (what one decode step must read)
   kv_bytes_per_token  bytes of K and V one token adds to the cache
 
+With MLXGO_BENCH_STEP_TIMES=FILE it also writes each decode step's wall time
+(ms, one a line) there.
+
 Generation does not stop at EOS: random-weight models would stop at random
 points, and both sides of the comparison must do the same work.
 
@@ -140,6 +143,10 @@ def main() -> int:
         "mlx": mx.__version__,
     }
     print(json.dumps(out), file=sys.stderr)
+    if os.environ.get("MLXGO_BENCH_STEP_TIMES"):
+        # each decode step's wall time in ms, one a line (testdata/gpu/run.sh steps)
+        Path(os.environ["MLXGO_BENCH_STEP_TIMES"]).write_text(
+            "".join(f"{(b - a) * 1e3:.3f}\n" for a, b in zip(stamps, stamps[1:])))
     return 0
 
 
