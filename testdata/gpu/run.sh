@@ -33,13 +33,6 @@
 #            pipelined loop (hostcost_mlxlm.py), alternating, CTX_ROUNDS rounds at each of
 #            CTX_PROMPTS' prompt lengths (default 32 512); then the CLI's generate on a
 #            512-token prompt with a line per step (MLXGO_TRACE_STEPS=1)
-#   nsys     if the machine has Nsight Systems: the CUDA API calls of one B=1 decode (CTX_SHAPE,
-#            512-token prompt, 256 tokens) by mlxgo generate and by mlx-lm's bench_ref.py, as
-#            nsys's summaries (graph instantiations and updates, launches, NVTX gpu::eval ranges)
-#   gcprobe  the Go collector's share of a B=1 decode (CTX_SHAPE): the CLI's generate on a
-#            512-token prompt with GODEBUG=gctrace=1 beside its step lines, then GC_ROUNDS
-#            alternating rounds of the CLI's decode tok/s with the collector as is and with
-#            GOGC=off
 #   steps    how evenly B=1 decode steps run (CTX_SHAPE, 512-token prompt, 256 tokens): each
 #            step's time from mlxgo generate (MLXGO_TRACE_STEPS=1) and from mlx-lm's
 #            bench_ref.py (MLXGO_BENCH_STEP_TIMES), STEPS_ROUNDS alternating rounds; median,
@@ -264,6 +257,18 @@ stage_hostcost() {
 	done
 }
 
+# prompt_file writes the CLI runs' prompt (250 words, ~500 tokens) to $W/genhost-prompt.txt.
+prompt_file() { seq -f 'word%g' 250 | tr '\n' ' ' > "$W/genhost-prompt.txt"; }
+
+# cli_trace MODEL FILE: mlxgo generate on that prompt, 256 tokens, a line a step and the
+# --json-stats line (last) on stderr into FILE.
+cli_trace() {
+	prompt_file
+	MLXGO_TRACE_STEPS=1 "$W/bin/mlxgo" generate -m "$W/big/$1" --raw --temp 0 --ignore-eos --max-tokens 256 \
+		--json-stats < "$W/genhost-prompt.txt" > /dev/null 2> "$2"
+	echo "cli $1: rc=$? $(tail -n 1 "$2")"
+}
+
 stage_genhost() {
 	export MLXGO_NATIVE_DIR=$PACK
 	local m r p
@@ -278,10 +283,7 @@ stage_genhost() {
 		done
 		MLXGO_BENCH_MODEL=$W/big/$m MLXGO_BENCH_PROMPT_TOKENS=512 "$W/bin/gen.test" -test.run '^$' -test.bench 'GenerateHost/generate' \
 			-test.benchtime 1000x -test.cpuprofile "$OUT/genhost-$m.pprof" 2>&1 | tee -a "$OUT/genhost-$m.txt" | grep -E '^Bench|FAIL'
-		seq -f 'word%g' 250 | tr '\n' ' ' > "$W/genhost-prompt.txt"
-		MLXGO_TRACE_STEPS=1 "$W/bin/mlxgo" generate -m "$W/big/$m" --raw --temp 0 --ignore-eos --max-tokens 256 \
-			--json-stats < "$W/genhost-prompt.txt" > "$OUT/genhost-cli-$m.json" 2> "$OUT/genhost-cli-$m.trace"
-		echo "cli $m: rc=$? $(tail -c 400 "$OUT/genhost-cli-$m.json" | tr -d '\n')"
+		cli_trace "$m" "$OUT/genhost-cli-$m.trace"
 		keep "$OUT/genhost-$m.txt" "$OUT/genhost-$m.pprof"
 	done
 }
@@ -299,62 +301,17 @@ stage_ctxcost() {
 				tee -a "$OUT/ctxcost-$m.txt" | grep -E '^mlx-lm|Error'
 		done
 	done
-	seq -f 'word%g' 250 | tr '\n' ' ' > "$W/genhost-prompt.txt"
-	MLXGO_TRACE_STEPS=1 "$W/bin/mlxgo" generate -m "$W/big/$m" --raw --temp 0 --ignore-eos --max-tokens 256 \
-		--json-stats < "$W/genhost-prompt.txt" > /dev/null 2> "$OUT/ctxcost-cli-$m.trace"
-	echo "cli $m: rc=$? $(tail -n 1 "$OUT/ctxcost-cli-$m.trace")"
+	cli_trace "$m" "$OUT/ctxcost-cli-$m.trace"
 	keep "$OUT/ctxcost-$m.txt" "$OUT/ctxcost-cli-$m.trace"
-}
-
-stage_nsys() {
-	export MLXGO_NATIVE_DIR=$PACK
-	local m=${CTX_SHAPE:-llama1b-q4g64} nsys side
-	nsys=$(command -v nsys || ls /usr/local/cuda/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys /usr/local/cuda*/nsight-systems*/bin/nsys 2>/dev/null | head -1)
-	if [ -z "$nsys" ]; then
-		log "nsys: no Nsight Systems here"; ls /usr/local/cuda/bin /opt/nvidia 2>&1 | head -40; return 1
-	fi
-	[ -d "$W/big/$m" ] || { log "nsys: $m not made (run big1b first)"; return 1; }
-	"$nsys" --version
-	seq -f 'word%g' 250 | tr '\n' ' ' > "$W/genhost-prompt.txt"
-	for side in mlxgo mlx-lm; do
-		local cmd=("$W/bin/mlxgo" generate -m "$W/big/$m" --raw --temp 0 --ignore-eos --max-tokens 256 --json-stats)
-		[ $side = mlx-lm ] && cmd=("$PY" models/testdata/oracle/bench_ref.py --model "$W/big/$m" --prompt-file "$W/genhost-prompt.txt" --max-tokens 256)
-		MLXGO_ORACLE_DEVICE=gpu timeout -k 5 150 "$nsys" profile -t cuda,nvtx -s none --cpuctxsw=none -o "$OUT/nsys-$side" --force-overwrite true \
-			"${cmd[@]}" < "$W/genhost-prompt.txt" > "$OUT/nsys-$side.out" 2>&1
-		echo "nsys $side: rc=$? $(tail -c 300 "$OUT/nsys-$side.out" | tr -d '\n')"
-		timeout -k 5 120 "$nsys" stats -q -r cuda_api_sum,nvtx_sum,cuda_gpu_kern_sum -f column "$OUT/nsys-$side.nsys-rep" > "$OUT/nsys-$side-stats.txt" 2>&1
-		rm -f "$OUT/nsys-$side.nsys-rep" "$OUT/nsys-$side.sqlite" # large; the summaries are what comes back
-		head -40 "$OUT/nsys-$side-stats.txt"
-		keep "$OUT/nsys-$side-stats.txt" "$OUT/nsys-$side.out"
-	done
-}
-
-stage_gcprobe() {
-	export MLXGO_NATIVE_DIR=$PACK
-	local m=${CTX_SHAPE:-llama1b-q4g64} r gc
-	[ -d "$W/big/$m" ] || { log "gcprobe: $m not made (run big1b first)"; return 1; }
-	seq -f 'word%g' 250 | tr '\n' ' ' > "$W/genhost-prompt.txt"
-	local cli=("$W/bin/mlxgo" generate -m "$W/big/$m" --raw --temp 0 --ignore-eos --max-tokens 256 --json-stats)
-	GODEBUG=gctrace=1 MLXGO_TRACE_STEPS=1 "${cli[@]}" < "$W/genhost-prompt.txt" > /dev/null 2> "$OUT/gcprobe-trace-$m.txt"
-	echo "gctrace: $(grep -c '^gc ' "$OUT/gcprobe-trace-$m.txt") collections in $(grep -c 'decode 1 rows' "$OUT/gcprobe-trace-$m.txt") steps"
-	for r in $(seq "${GC_ROUNDS:-3}"); do
-		for gc in 100 off; do
-			GOGC=$gc "${cli[@]}" < "$W/genhost-prompt.txt" 2>&1 >/dev/null | tail -n 1 | "$PY" -c \
-				'import json,sys; d=json.loads(sys.stdin.read()); print(f"round '"$r"' GOGC='"$gc"': decode {d[\"decode_tps\"]:.1f} tok/s")' |
-				tee -a "$OUT/gcprobe-$m.txt"
-		done
-	done
-	keep "$OUT/gcprobe-trace-$m.txt" "$OUT/gcprobe-$m.txt"
 }
 
 stage_steps() {
 	export MLXGO_NATIVE_DIR=$PACK
 	local m=${CTX_SHAPE:-llama1b-q4g64} r
 	[ -d "$W/big/$m" ] || { log "steps: $m not made (run big1b first)"; return 1; }
-	seq -f 'word%g' 250 | tr '\n' ' ' > "$W/genhost-prompt.txt"
 	for r in $(seq "${STEPS_ROUNDS:-2}"); do
-		MLXGO_TRACE_STEPS=1 "$W/bin/mlxgo" generate -m "$W/big/$m" --raw --temp 0 --ignore-eos --max-tokens 256 \
-			< "$W/genhost-prompt.txt" 2>&1 >/dev/null | sed -n 's/.*decode 1 rows \([0-9.]*\) ms.*/\1/p' | sed '1d;$d' > "$OUT/steps-mlxgo-$m-$r.txt"
+		cli_trace "$m" "$OUT/steps-mlxgo-$m-$r.trace"
+		sed -n 's/.*decode 1 rows \([0-9.]*\) ms.*/\1/p' "$OUT/steps-mlxgo-$m-$r.trace" | sed '1d;$d' > "$OUT/steps-mlxgo-$m-$r.txt"
 		MLXGO_BENCH_STEP_TIMES=$OUT/steps-mlxlm-$m-$r.txt MLXGO_ORACLE_DEVICE=gpu "$PY" models/testdata/oracle/bench_ref.py \
 			--model "$W/big/$m" --prompt-file "$W/genhost-prompt.txt" --max-tokens 256 > /dev/null 2>&1
 		sed -i '1d' "$OUT/steps-mlxlm-$m-$r.txt"
